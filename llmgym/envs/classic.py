@@ -1,0 +1,173 @@
+"""Curated describers for Gymnasium's classic-control and Box2D environments.
+
+Example:
+    >>> import gymnasium as gym
+    >>> env = gym.make("CartPole-v1")
+    >>> obs, _ = env.reset(seed=0)
+    >>> print(CARTPOLE.describe(obs, env))
+    Cart position: 0.014 (the episode ends beyond -2.4 or 2.4)
+    Cart velocity: -0.023
+    Pole angle: -0.046 rad (-2.6 degrees; leaning left; the episode ends beyond 12 degrees)
+    Pole angular velocity: -0.048 rad/s (rotating left)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import gymnasium as gym
+
+from llmgym.envs.describers import CuratedDescriber, fmt
+
+
+def _side(value: float, negative: str, positive: str, eps: float = 1e-3) -> str:
+    if abs(value) < eps:
+        return "steady"
+    return positive if value > 0 else negative
+
+
+def _cartpole(obs: Any, env: gym.Env) -> str:
+    x, x_dot, theta, theta_dot = (float(v) for v in obs)
+    return "\n".join(
+        [
+            f"Cart position: {fmt(x, 3)} (the episode ends beyond -2.4 or 2.4)",
+            f"Cart velocity: {fmt(x_dot, 3)}",
+            f"Pole angle: {fmt(theta, 3)} rad ({fmt(math.degrees(theta), 1)} degrees; "
+            f"{_side(theta, 'leaning left', 'leaning right')}; "
+            "the episode ends beyond 12 degrees)",
+            f"Pole angular velocity: {fmt(theta_dot, 3)} rad/s "
+            f"({_side(theta_dot, 'rotating left', 'rotating right')})",
+        ]
+    )
+
+
+CARTPOLE = CuratedDescriber(
+    task=(
+        "You balance a pole on a cart that moves along a track. Each step you push the cart "
+        "left or right. You earn +1 for every step the pole stays upright (at most 500 steps). "
+        "Push the cart toward the side the pole leans to keep it balanced."
+    ),
+    actions=[("LEFT", "push the cart to the left"), ("RIGHT", "push the cart to the right")],
+    render=_cartpole,
+)
+
+
+def _acrobot(obs: Any, env: gym.Env) -> str:
+    cos1, sin1, cos2, sin2, omega1, omega2 = (float(v) for v in obs)
+    theta1, theta2 = math.atan2(sin1, cos1), math.atan2(sin2, cos2)
+    height = -cos1 - math.cos(theta1 + theta2)
+    return "\n".join(
+        [
+            f"Upper link angle: {fmt(math.degrees(theta1), 1)} degrees from hanging down",
+            f"Lower link angle: {fmt(math.degrees(theta2), 1)} degrees relative to the upper link",
+            f"Upper link angular velocity: {fmt(omega1, 3)} rad/s",
+            f"Lower link angular velocity: {fmt(omega2, 3)} rad/s",
+            f"Tip height: {fmt(height, 3)} (goal: above 1.0; range -2 to 2)",
+        ]
+    )
+
+
+ACROBOT = CuratedDescriber(
+    task=(
+        "You control a two-link pendulum (an acrobot) hanging from a fixed joint by applying "
+        "torque to the joint between the links. Swing the tip above the target height (1.0) "
+        "as fast as possible. Every step costs -1 until the goal is reached (at most 500 steps). "
+        "Pump energy by torquing in the direction the links already swing."
+    ),
+    actions=[
+        ("NEGATIVE", "apply -1 torque to the middle joint"),
+        ("ZERO", "apply no torque"),
+        ("POSITIVE", "apply +1 torque to the middle joint"),
+    ],
+    render=_acrobot,
+)
+
+
+def _mountain_car(obs: Any, env: gym.Env) -> str:
+    position, velocity = (float(v) for v in obs)
+    return "\n".join(
+        [
+            f"Car position: {fmt(position, 3)} (valley bottom near -0.52; flag at 0.5; "
+            "left wall at -1.2)",
+            f"Car velocity: {fmt(velocity, 4)} ({_side(velocity, 'moving left', 'moving right', 1e-4)})",
+        ]
+    )
+
+
+_MOUNTAIN_CAR_TASK = (
+    "You drive an underpowered car in a valley between two hills. The engine alone cannot climb "
+    "the right hill: build momentum by rocking back and forth, then reach the flag at position "
+    "0.5 on the right. "
+)
+
+MOUNTAIN_CAR = CuratedDescriber(
+    task=_MOUNTAIN_CAR_TASK + "Every step costs -1 until the flag is reached (at most 200 steps).",
+    actions=[
+        ("LEFT", "accelerate to the left"),
+        ("NONE", "do not accelerate"),
+        ("RIGHT", "accelerate to the right"),
+    ],
+    render=_mountain_car,
+)
+
+MOUNTAIN_CAR_CONTINUOUS = CuratedDescriber(
+    task=_MOUNTAIN_CAR_TASK
+    + "The action is the engine force in [-1, 1] (negative pushes left). Reaching the flag "
+    "earns +100; each step costs 0.1 times the squared force (at most 999 steps).",
+    actions=None,
+    render=_mountain_car,
+)
+
+
+def _pendulum(obs: Any, env: gym.Env) -> str:
+    cos, sin, omega = (float(v) for v in obs)
+    angle = math.degrees(math.atan2(sin, cos))
+    return "\n".join(
+        [
+            f"Pendulum angle: {fmt(angle, 1)} degrees from upright "
+            f"(0 is upright, +/-180 hangs down; positive is counter-clockwise)",
+            f"Angular velocity: {fmt(omega, 3)} rad/s (positive is counter-clockwise)",
+        ]
+    )
+
+
+PENDULUM = CuratedDescriber(
+    task=(
+        "You swing a pendulum up and hold it upright by applying torque at its pivot. The "
+        "action is the torque in [-2, 2] (positive turns counter-clockwise). The reward each "
+        "step is higher (closer to 0) the more upright and still the pendulum is and the less "
+        "torque you use (200 steps)."
+    ),
+    actions=None,
+    render=_pendulum,
+)
+
+
+def _lunar_lander(obs: Any, env: gym.Env) -> str:
+    x, y, vx, vy, angle, omega, left, right = (float(v) for v in obs)
+    legs = [name for name, c in (("left", left), ("right", right)) if c > 0.5]
+    return "\n".join(
+        [
+            f"Position: x {fmt(x, 3)} (pad centre at 0), height {fmt(y, 3)} (pad at 0)",
+            f"Velocity: horizontal {fmt(vx, 3)}, vertical {fmt(vy, 3)}",
+            f"Tilt: {fmt(math.degrees(angle), 1)} degrees, turning at {fmt(omega, 3)} rad/s",
+            f"Legs touching the ground: {', '.join(legs) if legs else 'none'}",
+        ]
+    )
+
+
+LUNAR_LANDER = CuratedDescriber(
+    task=(
+        "You land a lunar module on the landing pad at the origin. Landing softly on the pad "
+        "earns 100-140 points, crashing costs -100, and firing engines costs fuel. Keep the "
+        "module upright, kill the vertical speed near the ground, and stay over the pad."
+    ),
+    actions=[
+        ("NOTHING", "fire no engine"),
+        ("LEFT", "fire the left orientation engine (pushes the module right and tilts it)"),
+        ("MAIN", "fire the main engine (pushes up)"),
+        ("RIGHT", "fire the right orientation engine (pushes the module left and tilts it)"),
+    ],
+    render=_lunar_lander,
+)

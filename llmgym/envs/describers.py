@@ -1,0 +1,202 @@
+"""Describers: a base env's numeric observation -> prompt text, plus its system prompt.
+
+A describer is a small object with three methods (see ``Describer``). Curated ones live in
+``classic.py`` and ``toy_text.py``; ``GenericDescriber`` derives everything from the
+observation and action spaces, so ``llmgym.wrap(any_env)`` works with no code.
+
+Example:
+    >>> import gymnasium as gym
+    >>> env = gym.make("CartPole-v1")
+    >>> d = GenericDescriber()
+    >>> d.action_names(env)
+    ['0', '1']
+    >>> print(d.describe(env.reset(seed=0)[0], env))
+    x[0] = 0.0137
+    x[1] = -0.0230
+    x[2] = -0.0459
+    x[3] = -0.0483
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+#: Every character a describer may write; TextObservation declares this charset.
+CHARSET = string.ascii_letters + string.digits + string.punctuation + " \n\t"
+
+_ANSWER_DISCRETE = (
+    'Reply with a JSON object naming one valid action, for example {{"action": "{example}"}}.'
+)
+_ANSWER_BOX = (
+    "Reply with a JSON object holding {size} number(s) within the bounds, "
+    'for example {{"action": {example}}}.'
+)
+
+
+@runtime_checkable
+class Describer(Protocol):
+    """What TextObservation and TextAction need from a describer."""
+
+    def system_prompt(self, env: gym.Env) -> str:
+        """Task, valid actions and answer format, as a system message."""
+        ...
+
+    def describe(self, obs: Any, env: gym.Env) -> str:
+        """The observation as the text of a user message."""
+        ...
+
+    def action_names(self, env: gym.Env) -> list[str] | None:
+        """Names of the discrete actions in index order, or None for non-discrete spaces."""
+        ...
+
+
+def fmt(x: float, digits: int = 4) -> str:
+    """Format a number compactly and without ``-0``.
+
+    Example:
+        >>> fmt(-0.00001), fmt(2.5), fmt(np.float32(1 / 3), 2)
+        ('0.0000', '2.5000', '0.33')
+    """
+    text = f"{float(x):.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def answer_format(env: gym.Env, names: list[str] | None) -> str:
+    """The answer-format sentence of a system prompt (JSON with an example)."""
+    if names:
+        return _ANSWER_DISCRETE.format(example=names[0])
+    space = env.action_space
+    size = int(np.prod(space.shape)) if space.shape else 1
+    example = "[" + ", ".join(["0.0"] * size) + "]"
+    return _ANSWER_BOX.format(size=size, example=example)
+
+
+def bounds_text(space: spaces.Box) -> str:
+    """Per-dimension bounds of a box, e.g. ``[-2.0, 2.0]``."""
+    low, high = space.low.ravel(), space.high.ravel()
+    return ", ".join(f"[{fmt(lo, 2)}, {fmt(hi, 2)}]" for lo, hi in zip(low, high))
+
+
+def build_system_prompt(task: str, env: gym.Env, actions: list[tuple[str, str]] | None) -> str:
+    """Compose a system prompt: task, then valid actions with meanings, then answer format."""
+    lines = [task.strip(), ""]
+    if actions:
+        lines.append("Valid actions:")
+        lines += [f"- {name}: {meaning}" for name, meaning in actions]
+        names = [name for name, _ in actions]
+    else:
+        names = None
+        if isinstance(env.action_space, spaces.Box):
+            bounds = bounds_text(env.action_space)
+            lines.append(f"The action is a vector of numbers with bounds {bounds}.")
+    lines += ["", answer_format(env, names)]
+    return "\n".join(lines)
+
+
+def _discrete_names(space: spaces.Discrete) -> list[str]:
+    return [str(int(space.start) + i) for i in range(int(space.n))]
+
+
+def _describe_value(space: spaces.Space, value: Any, label: str) -> list[str]:
+    if isinstance(space, spaces.Dict):
+        return [
+            line
+            for key, sub in space.spaces.items()
+            for line in _describe_value(sub, value[key], f"{label}.{key}" if label else str(key))
+        ]
+    if isinstance(space, spaces.Tuple):
+        return [
+            line
+            for i, sub in enumerate(space.spaces)
+            for line in _describe_value(sub, value[i], f"{label}[{i}]" if label else f"item {i}")
+        ]
+    name = label or "x"
+    if isinstance(space, spaces.Discrete):
+        return [f"{name} = {int(value)}"]
+    array = np.asarray(value).ravel()
+    if array.size == 1 and not isinstance(space, spaces.Box):
+        return [f"{name} = {array[0]}"]
+    if isinstance(space, spaces.Box) and np.issubdtype(space.dtype, np.floating):
+        return [f"{name}[{i}] = {fmt(v)}" for i, v in enumerate(array)]
+    return [f"{name} = [{', '.join(str(v) for v in array.tolist())}]"]
+
+
+def _space_summary(space: spaces.Space, label: str = "") -> list[str]:
+    name = label or "x"
+    if isinstance(space, spaces.Dict):
+        return [
+            line
+            for key, sub in space.spaces.items()
+            for line in _space_summary(sub, f"{label}.{key}" if label else str(key))
+        ]
+    if isinstance(space, spaces.Tuple):
+        return [
+            line
+            for i, sub in enumerate(space.spaces)
+            for line in _space_summary(sub, f"{label}[{i}]" if label else f"item {i}")
+        ]
+    if isinstance(space, spaces.Discrete):
+        first = int(space.start)
+        return [f"- {name}: an integer from {first} to {first + int(space.n) - 1}"]
+    if isinstance(space, spaces.Box):
+        return [f"- {name}: {space.shape} numbers with bounds {bounds_text(space)}"]
+    if isinstance(space, spaces.MultiDiscrete):
+        return [f"- {name}: integers, each below {space.nvec.ravel().tolist()}"]
+    if isinstance(space, spaces.MultiBinary):
+        return [f"- {name}: {space.n} bits (0 or 1)"]
+    return [f"- {name}: {type(space).__name__}"]
+
+
+class GenericDescriber:
+    """Derives prompt text from the spaces alone: Box (with bounds), Discrete, MultiDiscrete,
+    MultiBinary, Tuple and Dict (with field names)."""
+
+    def action_names(self, env: gym.Env) -> list[str] | None:
+        space = env.action_space
+        return _discrete_names(space) if isinstance(space, spaces.Discrete) else None
+
+    def system_prompt(self, env: gym.Env) -> str:
+        env_id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+        task = "\n".join(
+            [
+                f"You control an agent in the reinforcement-learning environment {env_id}.",
+                "Choose actions that maximize the total reward.",
+                "Each observation has these fields:",
+                *_space_summary(env.observation_space),
+            ]
+        )
+        names = self.action_names(env)
+        actions = [(name, f"action {name}") for name in names] if names else None
+        if not names and not isinstance(env.action_space, spaces.Box):
+            task += "\nThe action is: " + _space_summary(env.action_space, "action")[0][2:]
+        return build_system_prompt(task, env, actions)
+
+    def describe(self, obs: Any, env: gym.Env) -> str:
+        return "\n".join(_describe_value(env.observation_space, obs, ""))
+
+
+@dataclass(frozen=True)
+class CuratedDescriber:
+    """A hand-written describer: a task text (or a function of the env), named actions with
+    their meanings (None for continuous actions), and a render function for observations."""
+
+    task: str | Callable[[gym.Env], str]
+    actions: list[tuple[str, str]] | None
+    render: Callable[[Any, gym.Env], str]
+
+    def action_names(self, env: gym.Env) -> list[str] | None:
+        return [name for name, _ in self.actions] if self.actions else None
+
+    def system_prompt(self, env: gym.Env) -> str:
+        task = self.task(env) if callable(self.task) else self.task
+        return build_system_prompt(task, env, self.actions)
+
+    def describe(self, obs: Any, env: gym.Env) -> str:
+        return self.render(obs, env)

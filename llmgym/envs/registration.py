@@ -1,0 +1,145 @@
+"""The ``Text-*`` registry: which base envs get a curated describer, ``wrap()``, and the
+entry point ``gym.make("Text-<BaseId>")`` calls.
+
+Example:
+    >>> import gymnasium as gym, llmgym
+    >>> env = gym.make("Text-Blackjack-v1")
+    >>> obs, info = env.reset(seed=0)
+    >>> _, reward, terminated, _, info = env.step('{"action": "stick"}')
+    >>> info["parse"]["method"], terminated
+    ('json', True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+from typing import Any
+
+import gymnasium as gym
+
+from llmgym.envs import classic, toy_text
+from llmgym.envs.describers import Describer, GenericDescriber
+from llmgym.parsing import ParseResult
+from llmgym.wrappers.history import HistoryWrapper
+from llmgym.wrappers.text_action import TextAction
+from llmgym.wrappers.text_observation import TextObservation
+
+#: Curated describers, keyed by the class name of the unwrapped base env.
+CURATED: dict[str, Describer] = {
+    "CartPoleEnv": classic.CARTPOLE,
+    "AcrobotEnv": classic.ACROBOT,
+    "MountainCarEnv": classic.MOUNTAIN_CAR,
+    "Continuous_MountainCarEnv": classic.MOUNTAIN_CAR_CONTINUOUS,
+    "PendulumEnv": classic.PENDULUM,
+    "LunarLander": classic.LUNAR_LANDER,
+    "BlackjackEnv": toy_text.BLACKJACK,
+    "FrozenLakeEnv": toy_text.FROZEN_LAKE,
+    "TaxiEnv": toy_text.TAXI,
+    "CliffWalkingEnv": toy_text.CLIFF_WALKING,
+}
+
+#: Base env names; each gets its newest registered version (Taxi is v3 or v4 by Gymnasium).
+_BASE_NAMES = [
+    "CartPole",
+    "Acrobot",
+    "MountainCar",
+    "MountainCarContinuous",
+    "Pendulum",
+    "Blackjack",
+    "FrozenLake",
+    "FrozenLake8x8",
+    "Taxi",
+    "CliffWalking",
+]
+_WRAPPER_KWARGS = ("history", "on_invalid", "invalid_penalty", "describer", "parser")
+
+
+def _newest(name: str) -> str:
+    """The newest registered id of a base env name: ``_newest("Taxi")`` is ``Taxi-v3`` or
+    ``Taxi-v4`` depending on the Gymnasium release."""
+    versions = [k for k in gym.registry if k.rsplit("-v", 1)[0] == name]
+    return max(versions, key=lambda k: int(k.rsplit("-v", 1)[1]))
+
+
+def base_ids() -> list[str]:
+    """Base env ids that get a ``Text-`` twin here (LunarLander only with box2d installed)."""
+    ids = [_newest(name) for name in _BASE_NAMES]
+    if importlib.util.find_spec("Box2D") is not None:
+        ids.append(_newest("LunarLander"))
+    return ids
+
+
+def describer_for(env: gym.Env) -> Describer:
+    """The curated describer for ``env``'s base class, else a ``GenericDescriber``."""
+    return CURATED.get(type(env.unwrapped).__name__, GenericDescriber())
+
+
+def wrap(
+    env: gym.Env,
+    describer: Describer | None = None,
+    *,
+    history: int = 0,
+    on_invalid: str = "fallback",
+    invalid_penalty: float | None = None,
+    parser: Any | None = None,
+) -> gym.Env:
+    """Turn any Gymnasium env into a text env: ``str`` observations, ``str`` actions.
+
+    The describer is the curated one for known envs and is otherwise derived from the spaces.
+    ``history=k`` adds ``info["messages"]`` with the last k turns; ``on_invalid`` and
+    ``invalid_penalty`` set what an unparseable answer does (see ``TextAction``); ``parser``
+    replaces the action parser for action spaces llmgym cannot parse itself.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> env = wrap(gym.make("Pendulum-v1"))
+        >>> obs, info = env.reset(seed=0)
+        >>> info["valid_actions"]
+        []
+        >>> *_, info = env.step('{"action": [5.0]}')
+        >>> info["parse"]["action"], info["parse"]["clipped"]
+        (array([2.], dtype=float32), True)
+    """
+    describer = describer or describer_for(env)
+    text_env: gym.Env = TextObservation(env, describer)
+    text_env = TextAction.from_describer(
+        text_env, describer, on_invalid=on_invalid, invalid_penalty=invalid_penalty, parser=parser
+    )
+    return HistoryWrapper(text_env, history) if history else text_env
+
+
+def make_text_env(base_id: str, **kwargs: Any) -> gym.Env:
+    """Entry point of ``Text-<base_id>``: keyword arguments named like ``wrap``'s go to the
+    wrappers, all others to the base env (``gym.make("Text-FrozenLake-v1", is_slippery=False)``).
+    The time limit is applied once, by the text env's own registration."""
+    wrapper_kwargs = {k: kwargs.pop(k) for k in _WRAPPER_KWARGS if k in kwargs}
+    spec = dataclasses.replace(gym.spec(base_id), max_episode_steps=None)
+    base = gym.make(spec, disable_env_checker=True, **kwargs)
+    return wrap(base, **wrapper_kwargs)
+
+
+def register_envs() -> list[str]:
+    """Register ``Text-<BaseId>`` for every supported base env; return the text ids."""
+    ids = []
+    for base_id in base_ids():
+        text_id = f"Text-{base_id}"
+        if text_id not in gym.registry:
+            base = gym.spec(base_id)
+            gym.register(
+                text_id,
+                entry_point="llmgym.envs.registration:make_text_env",
+                kwargs={"base_id": base_id},
+                max_episode_steps=base.max_episode_steps,
+                reward_threshold=base.reward_threshold,
+            )
+        ids.append(text_id)
+    return ids
+
+
+def text_env_ids() -> list[str]:
+    """Every registered ``Text-*`` id, in registration order."""
+    return [k for k in gym.registry if k.startswith("Text-")]
+
+
+__all__ = ["ParseResult", "describer_for", "make_text_env", "register_envs", "text_env_ids", "wrap"]

@@ -1,0 +1,72 @@
+"""TextObservation: numeric observations -> prompt text, with the prompt facts in ``info``."""
+
+from __future__ import annotations
+
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+from gymnasium import spaces
+
+from llmgym.envs.describers import CHARSET, Describer
+
+MAX_OBSERVATION_CHARS = 8_192
+_ALLOWED = frozenset(CHARSET)
+
+
+def sanitize(text: str, max_length: int = MAX_OBSERVATION_CHARS) -> str:
+    """Keep ``text`` inside the declared charset (others become ``?``) and length.
+
+    Example:
+        >>> sanitize("45° left")
+        '45? left'
+    """
+    return "".join(c if c in _ALLOWED else "?" for c in text[:max_length])
+
+
+class TextObservation(gym.ObservationWrapper):
+    """Turns each observation into text with a describer, and adds to ``info``:
+    ``system_prompt`` (task, valid actions, answer format), ``valid_actions`` (names of the
+    discrete actions; ``[]`` for continuous ones) and ``raw_obs`` (the base observation).
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from llmgym.envs.toy_text import BLACKJACK
+        >>> env = TextObservation(gym.make("Blackjack-v1"), BLACKJACK)
+        >>> obs, info = env.reset(seed=3)
+        >>> obs
+        'Your hand totals 12 with no usable ace. The dealer shows a 4.'
+        >>> info["valid_actions"], info["raw_obs"]
+        (['stick', 'hit'], (12, 4, 0))
+    """
+
+    def __init__(self, env: gym.Env, describer: Describer) -> None:
+        super().__init__(env)
+        self.describer = describer
+        self.observation_space = spaces.Text(
+            max_length=MAX_OBSERVATION_CHARS, min_length=0, charset=CHARSET
+        )
+        self.system_prompt = sanitize(describer.system_prompt(env.unwrapped))
+        self.valid_actions = list(describer.action_names(env.unwrapped) or [])
+
+    def observation(self, observation: Any) -> str:
+        return sanitize(self.describer.describe(observation, self.env.unwrapped))
+
+    def _with_prompt(self, info: dict[str, Any], raw_obs: Any) -> dict[str, Any]:
+        return {
+            **info,
+            "system_prompt": self.system_prompt,
+            "valid_actions": list(self.valid_actions),
+            "raw_obs": raw_obs,
+        }
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        raw_obs, info = self.env.reset(seed=seed, options=options)
+        return self.observation(raw_obs), self._with_prompt(info, raw_obs)
+
+    def step(self, action: Any) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        raw_obs, reward, terminated, truncated, info = self.env.step(action)
+        return self.observation(raw_obs), reward, terminated, truncated, self._with_prompt(
+            info, raw_obs
+        )
