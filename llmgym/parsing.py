@@ -90,7 +90,7 @@ def _json_values(text: str) -> list[Any]:
     decoder = json.JSONDecoder()
     values: list[Any] = []
     stripped = text.strip().strip("`").strip()
-    if stripped[:1] in "[-0123456789\"":
+    if stripped[:1] in '[-0123456789"':
         try:
             values.append(json.loads(stripped))
         except (ValueError, RecursionError):

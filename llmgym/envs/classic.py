@@ -90,7 +90,8 @@ def _mountain_car(obs: Any, env: gym.Env) -> str:
         [
             f"Car position: {fmt(position, 3)} (valley bottom near -0.52; flag at 0.5; "
             "left wall at -1.2)",
-            f"Car velocity: {fmt(velocity, 4)} ({_side(velocity, 'moving left', 'moving right', 1e-4)})",
+            f"Car velocity: {fmt(velocity, 4)} "
+            f"({_side(velocity, 'moving left', 'moving right', 1e-4)})",
         ]
     )
 

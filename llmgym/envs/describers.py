@@ -97,7 +97,7 @@ def build_system_prompt(task: str, env: gym.Env, actions: list[tuple[str, str]] 
             bounds = bounds_text(env.action_space)
             lines.append(f"The action is a vector of numbers with bounds {bounds}.")
     lines += ["", answer_format(env, names)]
-    return "\n".join(lines)
+    return "\n".join(lines).replace("\n\n\n", "\n\n")
 
 
 def _discrete_names(space: spaces.Discrete) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any, SupportsFloat
 
@@ -136,7 +137,7 @@ class TextAction(gym.ActionWrapper):
             raise InvalidActionError(f"Could not parse an action from {shown!r}: {result.error}.")
         if self.on_invalid == "terminate":
             obs, info = self._last if self._last is not None else (None, {})
-            info = {**info, "parse": result.as_dict()}
+            info = {**copy.deepcopy(info), "parse": result.as_dict()}
             return obs, self.invalid_penalty, True, False, info
         base_action = result.action
         if self.on_invalid == "random":

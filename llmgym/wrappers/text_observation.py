@@ -34,9 +34,9 @@ class TextObservation(gym.ObservationWrapper):
         >>> env = TextObservation(gym.make("Blackjack-v1"), BLACKJACK)
         >>> obs, info = env.reset(seed=3)
         >>> obs
-        'Your hand totals 12 with no usable ace. The dealer shows a 4.'
+        'Your hand totals 7 with no usable ace. The dealer shows a 10.'
         >>> info["valid_actions"], info["raw_obs"]
-        (['stick', 'hit'], (12, 4, 0))
+        (['stick', 'hit'], (7, 10, 0))
     """
 
     def __init__(self, env: gym.Env, describer: Describer) -> None:
@@ -67,6 +67,10 @@ class TextObservation(gym.ObservationWrapper):
 
     def step(self, action: Any) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         raw_obs, reward, terminated, truncated, info = self.env.step(action)
-        return self.observation(raw_obs), reward, terminated, truncated, self._with_prompt(
-            info, raw_obs
+        return (
+            self.observation(raw_obs),
+            reward,
+            terminated,
+            truncated,
+            self._with_prompt(info, raw_obs),
         )

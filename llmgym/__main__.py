@@ -1,0 +1,5 @@
+"""``python -m llmgym`` runs the command line."""
+
+from llmgym.cli import main
+
+main()

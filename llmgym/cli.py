@@ -1,0 +1,126 @@
+"""The ``llmgym`` command line: ``envs``, ``play`` and the commands other modules register.
+
+Example:
+    >>> from typer.testing import CliRunner
+    >>> result = CliRunner().invoke(app, ["envs"])
+    >>> result.exit_code, "Text-CartPole-v1" in result.output
+    (0, True)
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import gymnasium as gym
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import llmgym
+
+app = typer.Typer(
+    help="Turn Gymnasium envs into language envs; evaluate and train LLM agents in them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console(highlight=False)
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print one clear sentence to stderr and return the Exit to raise."""
+    Console(stderr=True, highlight=False).print(f"[bold red]Error:[/] {message}")
+    return typer.Exit(code)
+
+
+def make_env(env_id: str, **kwargs: Any) -> gym.Env:
+    """``gym.make`` with a one-sentence error for unknown ids."""
+    if env_id not in gym.registry:
+        raise fail(f"Unknown environment {env_id!r}; run `llmgym envs` to list the text envs.")
+    return gym.make(env_id, **kwargs)
+
+
+def _actions_summary(env: gym.Env, valid_actions: list[str]) -> str:
+    if valid_actions:
+        return ", ".join(valid_actions)
+    space = env.unwrapped.action_space
+    shape = getattr(space, "shape", None)
+    return f"continuous {shape}" if shape else "free text"
+
+
+@app.command()
+def envs() -> None:
+    """List the registered Text-* environments."""
+    table = Table(title="llmgym text environments")
+    table.add_column("id", no_wrap=True)
+    for column in ("base env", "actions", "threshold", "max steps"):
+        table.add_column(column)
+    for env_id in llmgym.text_env_ids():
+        spec = gym.spec(env_id)
+        try:
+            env = gym.make(env_id)
+            _, info = env.reset(seed=0)
+        except ImportError as error:  # an optional extra (textworld, minigrid, ...) is missing
+            table.add_row(env_id, "-", f"needs: {error.name}", "-", "-")
+            continue
+        base = spec.kwargs.get("base_id", "(language-native)")
+        threshold = "-" if spec.reward_threshold is None else f"{spec.reward_threshold:g}"
+        steps = "-" if spec.max_episode_steps is None else str(spec.max_episode_steps)
+        table.add_row(env_id, base, _actions_summary(env, info["valid_actions"]), threshold, steps)
+        env.close()
+    console.print(table)
+
+
+def _action_name(action: Any, info: dict[str, Any]) -> str:
+    names = info["valid_actions"]
+    if names and isinstance(action, int) and 0 <= action < len(names):
+        return f"{names[action]} ({action})"
+    return repr(action)
+
+
+@app.command()
+def play(
+    env_id: str = typer.Argument(..., help="A text env id, e.g. Text-Blackjack-v1."),
+    seed: int = typer.Option(0, help="Seed of the first episode (later ones add 1)."),
+    episodes: int = typer.Option(1, min=1, help="Episodes to play."),
+) -> None:
+    """Play a text env yourself: read the prompt, type an answer (Ctrl-D or Ctrl-C to stop)."""
+    env = make_env(env_id)
+    try:
+        for episode in range(episodes):
+            obs, info = env.reset(seed=seed + episode)
+            console.rule(f"{env_id}  episode {episode + 1}/{episodes}  seed {seed + episode}")
+            console.print(info["system_prompt"], style="dim")
+            total, steps, parsed, done = 0.0, 0, 0, False
+            while not done:
+                console.print(f"\n{obs}")
+                answer = console.input("[bold cyan]your answer> [/]")
+                obs, reward, terminated, truncated, info = env.step(answer)
+                parse = info["parse"]
+                style = "green" if parse["ok"] else "yellow"
+                console.print(
+                    f"[{style}]parsed by {parse['method']}: {_action_name(parse['action'], info)}"
+                    + (f" ({parse['error']})" if parse["error"] else "")
+                    + f"[/]  reward {float(reward):+g}"
+                )
+                total, steps, parsed = total + float(reward), steps + 1, parsed + parse["ok"]
+                done = terminated or truncated
+            outcome = "truncated" if truncated else "terminated"
+            console.print(
+                f"\n[bold]Episode over ({outcome}):[/] return {total:+g} in {steps} steps, "
+                f"{parsed}/{steps} answers parsed."
+            )
+    except (EOFError, KeyboardInterrupt):
+        console.print("\nBye.")
+    finally:
+        env.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    app(args=argv if argv is not None else sys.argv[1:], prog_name="llmgym")
+
+
+if __name__ == "__main__":
+    main()
