@@ -1,3 +1,4 @@
+import importlib.util
 import subprocess
 import sys
 import warnings
@@ -26,6 +27,11 @@ ALL_IDS = llmgym.text_env_ids()
 
 def test_classic_ids_registered():
     assert set(CLASSIC_IDS) <= set(ALL_IDS)
+
+
+def test_lunar_lander_only_with_box2d():
+    has_box2d = importlib.util.find_spec("Box2D") is not None
+    assert ("Text-LunarLander-v3" in ALL_IDS) == has_box2d
 
 
 def test_import_is_light():
