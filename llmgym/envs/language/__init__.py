@@ -37,6 +37,9 @@ LANGUAGE_SUITE = [
     "Text-BabyAI-OpenDoor-v0",
 ]
 
+#: ``Text-Arithmetic-v0``'s reasoning-gym config (its default goes up to 6 terms of 4 digits).
+ARITHMETIC_CONFIG = {"min_terms": 2, "max_terms": 3, "min_digits": 1, "max_digits": 2}
+
 # id -> (module needed, entry point, kwargs, max_episode_steps)
 _SPECS: dict[str, tuple[str, str, dict, int | None]] = {
     "Text-TextWorld-Simple-v0": (
@@ -54,7 +57,7 @@ _SPECS: dict[str, tuple[str, str, dict, int | None]] = {
     "Text-Arithmetic-v0": (
         "reasoning_gym",
         f"{_MODULE}.math_env:ReasoningEnv",
-        {"dataset": "basic_arithmetic"},
+        {"dataset": "basic_arithmetic", "config": ARITHMETIC_CONFIG},
         None,
     ),
     "Text-GSM-v0": (
@@ -94,4 +97,4 @@ def register_language_envs() -> list[str]:
     return ids
 
 
-__all__ = ["LANGUAGE_SUITE", "register_language_envs"]
+__all__ = ["ARITHMETIC_CONFIG", "LANGUAGE_SUITE", "register_language_envs"]

@@ -36,6 +36,7 @@ import os
 import re
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, SupportsFloat
 
@@ -174,7 +175,11 @@ class TextWorldEnv(gym.Env):
         import textworld
 
         self.close()
-        self._game = textworld.start(str(game_file(self.family, game_id)), self._infos())
+        path = str(game_file(self.family, game_id))
+        with warnings.catch_warnings():
+            # jericho's "not fully supported" warning: TextWorld tracks the score itself.
+            warnings.simplefilter("ignore")
+            self._game = textworld.start(path, self._infos())
         self._game_id = game_id
 
     def _observe(self, state: Any) -> tuple[str, dict[str, Any]]:
