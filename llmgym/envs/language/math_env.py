@@ -91,8 +91,10 @@ def canonical_number(text: str) -> str | None:
     """A number written in ``text`` (its first), as its shortest exact form; None if none.
 
     Example:
-        >>> canonical_number("about 1,234.50 dollars"), canonical_number("-6/3"), canonical_number("x")
-        ('1234.5', '-2', None)
+        >>> canonical_number("about 1,234.50 dollars"), canonical_number("-6/3")
+        ('1234.5', '-2')
+        >>> canonical_number("none") is None
+        True
     """
     match = _NUMBER.search(re.sub(r"(?<=\d),(?=\d{3}\b)", "", text))
     if match is None:
@@ -226,7 +228,12 @@ class ReasoningEnv(gym.Env):
         score = float(self.data.score_answer(answer, self._entry)) if answer is not None else 0.0
         correct = score >= 1.0
         error = None if answer is not None else "no final answer (JSON, \\boxed{} or prose) found"
-        info["parse"] = {"ok": answer is not None, "method": method, "action": answer, "error": error}
+        info["parse"] = {
+            "ok": answer is not None,
+            "method": method,
+            "action": answer,
+            "error": error,
+        }
         info["correct"], info["verifier_score"] = correct, score
         if answer is None:
             obs = f"No final answer found. The answer is {info['answer']}."

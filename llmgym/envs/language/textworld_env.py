@@ -121,8 +121,8 @@ def clean_feedback(text: str) -> str:
     """TextWorld's feedback without its ASCII-art title, status bar and extra blank lines.
 
     Example:
-        >>> clean_feedback("\\n\\n  __  __\\n | $$ |\\n\\nWelcome!\\n\\n\\n>            -= Room =-0/1")
-        'Welcome!'
+        >>> clean_feedback("\\n  __  __\\n | $$ |\\n\\nHi!\\n\\n\\n>            -= Room =-0/1")
+        'Hi!'
     """
     lines = text.splitlines()
     while lines and set(lines[0]) <= _BANNER_CHARS:
