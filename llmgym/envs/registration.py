@@ -20,6 +20,7 @@ import gymnasium as gym
 
 from llmgym.envs import classic, toy_text
 from llmgym.envs.describers import Describer, GenericDescriber
+from llmgym.envs.language import register_language_envs
 from llmgym.parsing import ParseResult
 from llmgym.wrappers.history import HistoryWrapper
 from llmgym.wrappers.text_action import TextAction
@@ -134,7 +135,7 @@ def register_envs() -> list[str]:
                 reward_threshold=base.reward_threshold,
             )
         ids.append(text_id)
-    return ids
+    return ids + register_language_envs()
 
 
 def text_env_ids() -> list[str]:

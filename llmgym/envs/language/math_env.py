@@ -1,0 +1,245 @@
+"""Math and reasoning problems from reasoning-gym's procedural generators (offline).
+
+``ReasoningEnv(dataset, config, max_turns)`` serves one problem per episode from any
+reasoning-gym dataset (``Text-Arithmetic-v0``: ``basic_arithmetic`` with 2-3 terms of 1-2
+digits; ``Text-GSM-v0``: ``gsm_symbolic`` grade-school word problems). The problem is drawn
+with the env's ``np_random``, so the same seed gives the same problem.
+
+**Answer formats** (``info["parse"]["method"]``), tried in this order, the last occurrence
+winning within each:
+
+- ``json``: a JSON object with an ``answer`` key (or ``action``...), or a bare JSON value;
+- ``boxed``: ``\\boxed{...}``;
+- ``prose``: a final "the answer is X" / "final answer: X";
+- ``fallback``: no answer found; ``ok`` is False and the reward is 0.
+
+When the reference answer is a number, the first number of the extracted text is taken
+("42 apples" -> "42"; "1,234" -> "1234"; "20.0" -> "20"). The generator's own verifier then
+scores it; the reward is 1.0 for a fully correct answer and 0.0 otherwise (partial credit is
+reported in ``info["verifier_score"]``). Nothing is ever evaluated as code.
+
+With ``max_turns=1`` (single-step) every answer ends the episode. With ``max_turns > 1``
+(``Text-GSM-Stepwise-v0``: 8 turns) a turn without a final answer is an intermediate step
+(``method`` is ``"step"``, reward 0): the next observation repeats the problem with the steps
+so far; the episode ends at the first answer or, with reward 0, after ``max_turns`` turns.
+``info["answer"]`` holds the reference answer from reset on; ``valid_actions`` is ``[]``.
+
+Example:
+    >>> import pytest; _ = pytest.importorskip("reasoning_gym")
+    >>> import gymnasium as gym, llmgym
+    >>> env = gym.make("Text-Arithmetic-v0")
+    >>> obs, info = env.reset(seed=0)
+    >>> *_, reward, terminated, truncated, info = env.step(f"The answer is {info['answer']}.")
+    >>> reward, terminated, info["parse"]["method"]
+    (1.0, True, 'prose')
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from fractions import Fraction
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+from gymnasium import spaces
+
+from llmgym.envs.describers import CHARSET
+from llmgym.parsing import MAX_SCAN_CHARS, _json_values
+from llmgym.wrappers.text_action import MAX_ACTION_CHARS
+from llmgym.wrappers.text_observation import MAX_OBSERVATION_CHARS, sanitize
+
+_NUMBER = re.compile(r"[-+]?\d{1,30}(?:\.\d{1,30})?(?:\s*/\s*\d{1,30})?")
+_BOXED = re.compile(r"\\boxed\s*\{")
+_PROSE = re.compile(r"\banswer\s*(?:is|:|=)\s*:?\s*([^\n]{1,120})", re.IGNORECASE)
+_TO_ASCII = {"£": "GBP ", "€": "EUR ", "¥": "JPY ", "×": "*", "÷": "/", "−": "-", "…": "..."}
+_STEP_CHARS = 800
+_ANSWER_FORMAT = (
+    'Give the final answer as a JSON object, for example {"answer": 42}, or as \\boxed{42}, '
+    'or end with "The answer is 42." Answer with a number only, without units.'
+)
+
+
+def to_ascii(text: str) -> str:
+    """Problem text in the ASCII charset that observations declare.
+
+    Example:
+        >>> to_ascii("He earns £195 “per day” — 3×5")
+        'He earns GBP 195 "per day" - 3*5'
+    """
+    text = "".join(_TO_ASCII.get(c, c) for c in text)
+    text = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in text if not unicodedata.combining(c)).translate(
+        {0x2018: "'", 0x2019: "'", 0x201C: '"', 0x201D: '"', 0x2013: "-", 0x2014: "-"}
+    )
+
+
+def _boxed(text: str) -> str | None:
+    """Content of the last ``\\boxed{...}``, with nested braces."""
+    found = None
+    for match in _BOXED.finditer(text):
+        depth, start = 1, match.end()
+        for i in range(start, min(len(text), start + 500)):
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            if depth == 0:
+                found = text[start:i]
+                break
+    return found
+
+
+def canonical_number(text: str) -> str | None:
+    """A number written in ``text`` (its first), as its shortest exact form; None if none.
+
+    Example:
+        >>> canonical_number("about 1,234.50 dollars"), canonical_number("-6/3")
+        ('1234.5', '-2')
+        >>> canonical_number("none") is None
+        True
+    """
+    match = _NUMBER.search(re.sub(r"(?<=\d),(?=\d{3}\b)", "", text))
+    if match is None:
+        return None
+    try:
+        value = Fraction(re.sub(r"\s", "", match.group(0)))
+    except ZeroDivisionError:
+        return None
+    if value.denominator == 1:
+        return str(value.numerator)
+    as_float = float(value)
+    return repr(as_float) if Fraction(repr(as_float)) == value else f"{value}"
+
+
+def extract_answer(text: str, numeric: bool = True) -> tuple[str | None, str]:
+    """The final answer in a model's text and the format it came in (see the module docstring).
+
+    Example:
+        >>> extract_answer('so {"answer": "1,024"}')
+        ('1024', 'json')
+        >>> extract_answer("x = 3 and \\\\boxed{\\\\frac{1}{2}}", numeric=False)
+        ('\\\\frac{1}{2}', 'boxed')
+        >>> extract_answer("First 3 + 4 = 7. So the answer is 7 apples.")
+        ('7', 'prose')
+        >>> extract_answer("I am not sure.")
+        (None, 'fallback')
+    """
+    text = text[-MAX_SCAN_CHARS:] if isinstance(text, str) else str(text)
+    candidates: list[tuple[str, str]] = [
+        (str(value), "json")
+        for value in reversed(_json_values(text))
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool)
+    ]
+    boxed = _boxed(text)
+    if boxed is not None:
+        candidates.append((boxed, "boxed"))
+    candidates += [(m.group(1), "prose") for m in reversed(list(_PROSE.finditer(text)))]
+    for raw, method in candidates:
+        answer = canonical_number(raw) if numeric else raw.strip().strip("$*`").rstrip(".").strip()
+        if answer:
+            return answer, method
+    return None, "fallback"
+
+
+def make_dataset(dataset: str, config: dict[str, Any] | None, seed: int, size: int) -> Any:
+    """A reasoning-gym dataset; its items are generated lazily from ``seed`` and the index."""
+    import reasoning_gym
+
+    return reasoning_gym.create_dataset(dataset, seed=seed, size=size, **(config or {}))
+
+
+class ReasoningEnv(gym.Env):
+    """One reasoning-gym problem per episode, answered in text (see the module docstring).
+
+    ``dataset_seed`` and ``size`` fix the pool of problems (items 0..size-1 of the dataset
+    generated with that seed): use another ``dataset_seed`` for a held-out evaluation pool.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self,
+        dataset: str = "basic_arithmetic",
+        config: dict[str, Any] | None = None,
+        max_turns: int = 1,
+        dataset_seed: int = 0,
+        size: int = 100_000,
+    ) -> None:
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1, not {max_turns}.")
+        self.dataset_name = dataset
+        self.max_turns = max_turns
+        self.data = make_dataset(dataset, config, dataset_seed, size)
+        self.observation_space = spaces.Text(
+            max_length=MAX_OBSERVATION_CHARS, min_length=0, charset=CHARSET
+        )
+        self.action_space = spaces.Text(max_length=MAX_ACTION_CHARS, min_length=0, charset=CHARSET)
+        if max_turns == 1:
+            task = "Solve the problem. You may reason step by step before answering."
+        else:
+            task = (
+                f"Solve the problem over at most {max_turns} turns. In each turn write the next "
+                "step of your solution; a turn that contains a final answer ends the episode, "
+                "so give it only when you are done."
+            )
+        self.system_prompt = f"{task}\n\n{_ANSWER_FORMAT}"
+        self._entry: dict[str, Any] = {}
+        self._steps: list[str] = []
+
+    @property
+    def _numeric(self) -> bool:
+        return canonical_number(str(self._entry["answer"])) is not None
+
+    def _info(self) -> dict[str, Any]:
+        return {
+            "system_prompt": self.system_prompt,
+            "valid_actions": [],
+            "raw_obs": self._entry["question"],
+            "answer": str(self._entry["answer"]),
+            "dataset": self.dataset_name,
+        }
+
+    def _problem_text(self) -> str:
+        text = to_ascii(self._entry["question"])
+        if self.max_turns == 1:
+            return sanitize(text)
+        lines = [text, ""]
+        lines += [f"Step {i}: {step}" for i, step in enumerate(self._steps, 1)]
+        turn = len(self._steps) + 1
+        lines.append(f"Turn {turn} of {self.max_turns}.")
+        return sanitize("\n".join(lines))
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._entry = self.data[int(self.np_random.integers(len(self.data)))]
+        self._steps = []
+        return self._problem_text(), self._info()
+
+    def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        if not self._entry:
+            raise RuntimeError("Call reset() before step() on a reasoning env.")
+        text = action if isinstance(action, str) else str(action)
+        answer, method = extract_answer(text, numeric=self._numeric)
+        info = self._info()
+        if answer is None and len(self._steps) + 1 < self.max_turns:
+            self._steps.append(to_ascii(" ".join(text.split()))[:_STEP_CHARS])
+            info["parse"] = {"ok": True, "method": "step", "action": None, "error": None}
+            return self._problem_text(), 0.0, False, False, info
+        score = float(self.data.score_answer(answer, self._entry)) if answer is not None else 0.0
+        correct = score >= 1.0
+        error = None if answer is not None else "no final answer (JSON, \\boxed{} or prose) found"
+        info["parse"] = {
+            "ok": answer is not None,
+            "method": method,
+            "action": answer,
+            "error": error,
+        }
+        info["correct"], info["verifier_score"] = correct, score
+        if answer is None:
+            obs = f"No final answer found. The answer is {info['answer']}."
+        elif correct:
+            obs = f"Your answer {answer} is correct."
+        else:
+            obs = f"Your answer {answer} is wrong. The answer is {info['answer']}."
+        obs = sanitize(to_ascii(obs))
+        return obs, 1.0 if correct else 0.0, True, False, info
