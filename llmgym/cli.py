@@ -42,6 +42,8 @@ def make_env(env_id: str, **kwargs: Any) -> gym.Env:
 
 
 def _actions_summary(env: gym.Env, valid_actions: list[str]) -> str:
+    if len(valid_actions) > 4:
+        return ", ".join(valid_actions[:3]) + f", ... ({len(valid_actions)} at reset)"
     if valid_actions:
         return ", ".join(valid_actions)
     space = env.unwrapped.action_space
@@ -64,7 +66,7 @@ def envs() -> None:
         except ImportError as error:  # an optional extra (textworld, minigrid, ...) is missing
             table.add_row(env_id, "-", f"needs: {error.name}", "-", "-")
             continue
-        base = spec.kwargs.get("base_id", "(language-native)")
+        base = spec.kwargs.get("base_id", "language-native")
         threshold = "-" if spec.reward_threshold is None else f"{spec.reward_threshold:g}"
         steps = "-" if spec.max_episode_steps is None else str(spec.max_episode_steps)
         table.add_row(env_id, base, _actions_summary(env, info["valid_actions"]), threshold, steps)
