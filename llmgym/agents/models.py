@@ -165,6 +165,7 @@ def _embedded_copy(name: str, defaults: ModelDefaults) -> Path:
     del model.config.quantization_config
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
+    tmp.chmod(0o755)
     try:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)

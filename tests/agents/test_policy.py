@@ -83,12 +83,16 @@ def test_generate_logprobs_equal_a_plain_forward_and_left_padding(tiny, blackjac
         expected = plain_logprobs(model, s.prompt_ids, s.completion_ids)
         np.testing.assert_allclose(s.logprobs, expected.numpy(), atol=1e-4)
         assert s.text.startswith(PREFILL)
-        assert tokenizer.decode(s.completion_ids, skip_special_tokens=True) == s.text[len(PREFILL) :]
+        assert (
+            tokenizer.decode(s.completion_ids, skip_special_tokens=True) == s.text[len(PREFILL) :]
+        )
 
 
 def test_generate_stops_at_end_of_turn(tiny, blackjack):
     model, tokenizer = tiny
-    policy = LLMPolicy(model, tokenizer, PolicyConfig(mode="generate", greedy=True, max_new_tokens=9))
+    policy = LLMPolicy(
+        model, tokenizer, PolicyConfig(mode="generate", greedy=True, max_new_tokens=9)
+    )
     free = policy.act(*blackjack)
     assert all(len(s.completion_ids) == 9 for s in free)
     stop = free[0].completion_ids[2]
@@ -185,5 +189,7 @@ def test_works_with_a_lora_model_and_its_disabled_adapter(blackjack):
     lora_grads = [p.grad for n, p in model.named_parameters() if "lora_" in n]
     assert lora_grads and all(g is not None for g in lora_grads)
     with model.disable_adapter(), torch.no_grad():
-        torch.testing.assert_close(policy.evaluate(samples).logprob, base_logprob, atol=1e-4, rtol=0)
+        torch.testing.assert_close(
+            policy.evaluate(samples).logprob, base_logprob, atol=1e-4, rtol=0
+        )
         assert len(policy.act(*blackjack)) == 4
