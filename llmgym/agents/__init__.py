@@ -9,6 +9,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
+    "Agent": "agent",
     "load_model": "models",
     "get_model_defaults": "models",
     "MODEL_REGISTRY": "models",

@@ -424,15 +424,6 @@ class LLMPolicy:
         return sums / torch.tensor(sizes, dtype=sums.dtype, device=sums.device)
 
     # ----------------------------------------------------------------------------- acting
-    def _prepare(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> tuple:
-        if len(observations) != len(infos):
-            raise ValueError(f"Got {len(observations)} observations but {len(infos)} infos.")
-        messages = [
-            self.messages_for(i, o, info) for i, (o, info) in enumerate(zip(observations, infos))
-        ]
-        texts = [self.prompt_text(m) for m in messages]
-        return messages, texts, [self._encode(t) for t in texts]
-
     @torch.no_grad()
     def act(
         self, observations: Sequence[str], infos: Sequence[dict[str, Any]]
@@ -440,11 +431,13 @@ class LLMPolicy:
         """Actions for all envs in one batched call (``infos`` per env: ``system_prompt``,
         ``valid_actions``; a vector env's info dict is split automatically)."""
         infos = split_infos(infos, len(observations))
-        messages, texts, prompts = self._prepare(observations, infos)
-        if self.config.mode == "score":
-            samples = self._act_score(messages, texts, prompts, infos)
-        else:
-            samples = self._act_generate(messages, prompts)
+        if len(observations) != len(infos):
+            raise ValueError(f"Got {len(observations)} observations but {len(infos)} infos.")
+        messages = [
+            self.messages_for(i, o, info) for i, (o, info) in enumerate(zip(observations, infos))
+        ]
+        actions = [list(info.get("valid_actions") or []) for info in infos]
+        samples = self.act_messages(messages, actions)
         if self.config.history:
             for i, (obs, sample) in enumerate(zip(observations, samples)):
                 if "messages" not in infos[i]:
@@ -452,13 +445,26 @@ class LLMPolicy:
                     self.histories[i].add(str(obs), sample.text)
         return samples
 
-    def _act_score(self, messages, texts, prompts, infos) -> list[ActionSample]:
-        actions = [list(info.get("valid_actions") or []) for info in infos]
-        if not all(actions):
+    @torch.no_grad()
+    def act_messages(
+        self,
+        messages: Sequence[list[Message]],
+        valid_actions: Sequence[Sequence[str]] | None = None,
+    ) -> list[ActionSample]:
+        """Like ``act``, from ready-made chat messages (and valid actions, for score mode)."""
+        texts = [self.prompt_text(m) for m in messages]
+        prompts = [self._encode(t) for t in texts]
+        if self.config.mode == "generate":
+            return self._act_generate(list(messages), prompts)
+        actions = [list(a) for a in valid_actions or [[] for _ in messages]]
+        if len(actions) != len(messages) or not all(actions):
             raise ValueError(
-                "Score mode needs discrete valid actions in every info; "
+                "Score mode needs discrete valid actions for every env; "
                 "use PolicyConfig(mode='generate') for continuous or free-text envs."
             )
+        return self._act_score(list(messages), texts, prompts, actions)
+
+    def _act_score(self, messages, texts, prompts, actions) -> list[ActionSample]:
         candidates = [
             [self.candidate_ids(t, p, a) for a in acts]
             for t, p, acts in zip(texts, prompts, actions)
