@@ -90,9 +90,8 @@ def test_generate_logprobs_equal_a_plain_forward_and_left_padding(tiny, blackjac
 
 def test_generate_stops_at_end_of_turn(tiny, blackjack):
     model, tokenizer = tiny
-    policy = LLMPolicy(
-        model, tokenizer, PolicyConfig(mode="generate", greedy=True, max_new_tokens=9)
-    )
+    config = PolicyConfig(mode="generate", greedy=True, max_new_tokens=9, stop_at_answer=False)
+    policy = LLMPolicy(model, tokenizer, config)
     free = policy.act(*blackjack)
     assert all(len(s.completion_ids) == 9 for s in free)
     stop = free[0].completion_ids[2]
@@ -193,3 +192,16 @@ def test_works_with_a_lora_model_and_its_disabled_adapter(blackjack):
             policy.evaluate(samples).logprob, base_logprob, atol=1e-4, rtol=0
         )
         assert len(policy.act(*blackjack)) == 4
+
+
+def test_generate_stops_when_the_answer_closes(tiny, cartpole):
+    model, tokenizer = tiny
+    config = PolicyConfig(mode="generate", temperature=3, max_new_tokens=60)
+    policy = LLMPolicy(model, tokenizer, config)
+    samples = policy.act(*cartpole) + policy.act(*cartpole)
+    assert any("}" in s.text for s in samples), "expected a brace within 60 tokens at T=3"
+    for s in samples:
+        body = s.text[len(PREFILL) :]
+        ended = s.completion_ids[-1] in policy.stop_ids or len(s.completion_ids) == 60
+        assert s.text.endswith("}") or ("}" not in body and ended)
+        assert "}" not in body[:-1]
