@@ -6,7 +6,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import observations
 
 from llmgym.agents.policy import (
     PREFILL,
@@ -15,6 +14,7 @@ from llmgym.agents.policy import (
     build_messages,
     split_infos,
 )
+from llmgym.agents.testing import text_observations as observations
 from llmgym.agents.testing import tiny_model
 
 
