@@ -172,8 +172,8 @@ def main() -> None:
     # (a --quick run: 0.01 sequential steps/s with 2 threads, 0.15 with 1).
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--num-envs", type=int, default=16)
-    parser.add_argument("--sequential-steps", type=int, default=12)
-    parser.add_argument("--batched-steps", type=int, default=5)
+    parser.add_argument("--sequential-steps", type=int, default=8)
+    parser.add_argument("--batched-steps", type=int, default=4)
     parser.add_argument("--quick", action="store_true", help="A few steps only (smoke test).")
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--phase", help=argparse.SUPPRESS)

@@ -187,11 +187,14 @@ def test_works_with_a_lora_model_and_its_disabled_adapter(blackjack):
     out.logprob.sum().backward()
     lora_grads = [p.grad for n, p in model.named_parameters() if "lora_" in n]
     assert lora_grads and all(g is not None for g in lora_grads)
+    policy.act(*blackjack)  # fills the prefix cache under the adapter
     with model.disable_adapter(), torch.no_grad():
         torch.testing.assert_close(
             policy.evaluate(samples).logprob, base_logprob, atol=1e-4, rtol=0
         )
-        assert len(policy.act(*blackjack)) == 4
+        policy.generator.manual_seed(reference.config.seed)
+        again = policy.act(*blackjack)  # the cache must follow the adapter switch
+    assert [s.completion_ids for s in again] == [s.completion_ids for s in samples]
 
 
 def test_generate_stops_when_the_answer_closes(tiny, cartpole):
