@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 import llmgym
+from llmgym import cli_eval
 
 app = typer.Typer(
     help="Turn Gymnasium envs into language envs; evaluate and train LLM agents in them.",
@@ -117,6 +118,9 @@ def play(
         console.print("\nBye.")
     finally:
         env.close()
+
+
+cli_eval.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:
