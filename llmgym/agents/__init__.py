@@ -1,0 +1,1 @@
+"""Agents: reference baselines (random, optimal, SB3) and the LLM policy."""
