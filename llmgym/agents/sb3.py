@@ -355,7 +355,7 @@ def load_agent(
     path = model_path(base_id, algo, seed, **env_kwargs)
     if not path.exists():
         print(f"Training sb3-{algo} on {base_id} (cached at {path}) ...", file=sys.stderr)
-        train(base_id, algo, seed=seed, **env_kwargs)
+        train(base_id, algo, seed=seed, progress=sys.stderr.isatty(), **env_kwargs)
     import stable_baselines3 as sb3
 
     cls = {"ppo": sb3.PPO, "dqn": sb3.DQN, "a2c": sb3.A2C}[algo]
