@@ -85,7 +85,7 @@ def register(app: typer.Typer) -> None:
 
         from llmgym.bench.report import markdown_table, write_report
         from llmgym.bench.runner import pending_seeds, run_bench
-        from llmgym.bench.suites import episodes_for, suite_envs
+        from llmgym.bench.suites import suite_envs
 
         names = [a.strip() for a in agents.split(",") if a.strip()]
         try:
@@ -142,7 +142,6 @@ def register(app: typer.Typer) -> None:
         except KeyboardInterrupt:
             typer.echo(f"Interrupted: finished episodes are in {out}; rerun to resume.")
             raise typer.Exit(130) from None
-        seeds = range(seed, seed + max(episodes_for(e, episodes) for e in env_ids))
-        stats = write_report(out, env_ids, names, seeds, command)
+        stats = write_report(out, env_ids, names, command)
         typer.echo(markdown_table(stats))
         typer.echo(f"Wrote {out / 'leaderboard.md'} and {out / 'leaderboard.png'}")

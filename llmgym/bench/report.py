@@ -85,18 +85,13 @@ def _normalizer(random: float, best: float) -> Any:
 
 
 def summarize(
-    rows: Sequence[dict[str, Any]],
-    env_ids: Sequence[str],
-    agents: Sequence[str],
-    seeds: Sequence[int] | None = None,
+    rows: Sequence[dict[str, Any]], env_ids: Sequence[str], agents: Sequence[str]
 ) -> list[CellStats]:
-    """Leaderboard lines for ``agents`` on ``env_ids`` (in that order), from the rows whose
-    seed is in ``seeds`` (all rows if None); anchors come from every agent's rows."""
-    allowed = set(seeds) if seeds is not None else None
+    """Leaderboard lines for ``agents`` on ``env_ids`` (in that order); the normalization
+    anchors come from every agent's rows on the env."""
     by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rows:
-        if allowed is None or row["seed"] in allowed:
-            by_cell.setdefault((row["env_id"], row["agent"]), []).append(row)
+        by_cell.setdefault((row["env_id"], row["agent"]), []).append(row)
     stats = []
     for env_id in env_ids:
         means = {
@@ -181,7 +176,8 @@ def plot(stats: Sequence[CellStats], path: Path) -> None:
     ax.axhline(1, color="grey", linewidth=0.8, linestyle="--")
     ax.set_xticks(range(len(envs)))
     ax.set_xticklabels([e.removeprefix("Text-") for e in envs], rotation=30, ha="right")
-    ax.set_ylabel("normalized score (random = 0, best reference = 1)")
+    ax.set_ylabel("normalized score")
+    ax.set_title("Normalized score (random = 0, best reference = 1) with 95 % bootstrap CI")
     ax.set_ylim(bottom=min(-0.25, ax.get_ylim()[0]))
     ax.legend(fontsize="small", ncol=min(len(agents), 5))
     fig.tight_layout()
@@ -207,15 +203,15 @@ def write_report(
     output: Path,
     env_ids: Sequence[str],
     agents: Sequence[str],
-    seeds: Sequence[int],
     command: str,
     chart: bool = True,
 ) -> list[CellStats]:
-    """Write ``leaderboard.md`` (and ``leaderboard.png``) under ``output`` from its episodes."""
+    """Write ``leaderboard.md`` (and ``leaderboard.png``) under ``output`` from all episodes
+    recorded there (cells may hold different episode counts; their first seeds are shared)."""
     from llmgym.bench.runner import load_rows
 
     output = Path(output)
-    stats = summarize(load_rows(output), env_ids, agents, seeds)
+    stats = summarize(load_rows(output), env_ids, agents)
     text = f"# Leaderboard\n\nMade by `{command}`.\n\n{markdown_table(stats)}{NOTES}"
     (output / "leaderboard.md").write_text(text)
     if chart and stats:

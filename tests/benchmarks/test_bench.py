@@ -130,3 +130,15 @@ def test_cli_user_errors(tmp_path, args, message):
     assert result.exit_code == 2
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+def test_bench_modules_stay_light():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, llmgym.cli_bench, llmgym.bench.runner, llmgym.bench.report;"
+        "print(sorted(m for m in ('torch', 'stable_baselines3', 'matplotlib') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
