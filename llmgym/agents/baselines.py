@@ -257,7 +257,8 @@ def make_agent(name: str, env_id: str, seed: int = 0, **env_kwargs: Any) -> Text
     Names: ``random`` (seeded), ``optimal`` (exact or heuristic, see ``OPTIMAL``),
     ``sb3-ppo``/``sb3-dqn``/``sb3-a2c`` (trained on the base env and cached, see
     ``llmgym.agents.sb3``), ``llm:NAME[@CHECKPOINT][,key=value...]`` (the LLM policy; options
-    go to ``LLMPolicy``). ``env_kwargs`` go to ``gym.make`` of the base env.
+    go to ``LLMPolicy``). ``seed`` seeds the random agent and the LLM's sampling; SB3 agents
+    are the models trained with seed 0. ``env_kwargs`` go to ``gym.make`` of the base env.
 
     Example:
         >>> make_agent("random", "Text-CartPole-v1", seed=1).name
