@@ -207,11 +207,14 @@ def write_report(
     chart: bool = True,
 ) -> list[CellStats]:
     """Write ``leaderboard.md`` (and ``leaderboard.png``) under ``output`` from all episodes
-    recorded there (cells may hold different episode counts; their first seeds are shared)."""
+    recorded there on ``env_ids``: ``agents`` first, then any other agent an earlier run
+    recorded (cells may hold different episode counts; their first seeds are shared)."""
     from llmgym.bench.runner import load_rows
 
     output = Path(output)
-    stats = summarize(load_rows(output), env_ids, agents)
+    rows = load_rows(output)
+    earlier = [r["agent"] for r in rows if r["env_id"] in env_ids]
+    stats = summarize(rows, env_ids, list(dict.fromkeys([*agents, *earlier])))
     text = f"# Leaderboard\n\nMade by `{command}`.\n\n{markdown_table(stats)}{NOTES}"
     (output / "leaderboard.md").write_text(text)
     if chart and stats:
