@@ -84,7 +84,7 @@ def register(app: typer.Typer) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
         from llmgym.bench.report import markdown_table, write_report
-        from llmgym.bench.runner import pending_seeds, run_bench
+        from llmgym.bench.runner import load_rows, pending_seeds, run_bench
         from llmgym.bench.suites import suite_envs
 
         names = [a.strip() for a in agents.split(",") if a.strip()]
@@ -107,18 +107,16 @@ def register(app: typer.Typer) -> None:
             f" --{k} {v}" for k, v in [("episodes", episodes), ("envs", envs)] if v is not None
         )
         command += f" --output {out}"
-        todo = pending_seeds(env_ids, names, episodes, seed, set())
+        done = {(r["env_id"], r["agent"], r["seed"]) for r in load_rows(out)}
+        todo = pending_seeds(env_ids, names, episodes, seed, done)
         progress = Progress(
             "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
         )
         try:
             with progress:
                 task = progress.add_task("bench", total=sum(len(s) for s in todo.values()))
-                skipped = sum(len(s) for s in todo.values())
 
                 def on_cell(env_id: str, agent: str, n: int) -> None:
-                    nonlocal skipped
-                    skipped -= n
                     progress.update(task, description=f"{env_id} {agent}")
 
                 def on_skip(env_id: str, agent: str, reason: str) -> None:
