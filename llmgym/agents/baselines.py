@@ -1,0 +1,287 @@
+"""Reference agents (random, optimal or heuristic, Stable-Baselines3) and ``make_agent``.
+
+Every agent acts on the *base* observation (``act``) and also as a text agent: ``act_text``
+reads ``info["raw_obs"]`` from a ``Text-*`` env and writes a valid action string, so the
+experts can generate SFT demonstrations through the describer. ``act_batch`` is the common
+interface the benchmark runner uses for every agent, the LLM one included.
+
+Example:
+    >>> import gymnasium as gym, llmgym
+    >>> env = gym.make("Text-FrozenLake-v1")
+    >>> expert = make_agent("optimal", "Text-FrozenLake-v1")
+    >>> obs, info = env.reset(seed=0)
+    >>> expert.act_text(obs, info)
+    '{"action": "LEFT"}'
+    >>> *_, info = env.step(expert.act_text(obs, info))
+    >>> info["parse"]["ok"]
+    True
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from llmgym.agents.planning import blackjack_solution, solve_tabular
+from llmgym.envs.registration import describer_for
+
+#: Step cap for envs registered without a time limit (CliffWalking), in training and benches.
+DEFAULT_MAX_STEPS = 200
+#: Agent names ``make_agent`` accepts (plus ``llm:NAME[@CHECKPOINT][,key=value...]``).
+AGENT_NAMES = ("random", "optimal", "sb3-ppo", "sb3-dqn", "sb3-a2c")
+
+
+class AgentError(ValueError):
+    """A user-facing error: unknown agent name, or an agent that cannot play an env."""
+
+
+class TextAgent(Protocol):
+    """What the benchmark runner needs: a name and batched text actions."""
+
+    name: str
+
+    def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
+        """One action string per (observation, info) pair, for ``env.step``."""
+        ...
+
+
+def base_env_id(env_id: str) -> str:
+    """The base env id of a ``Text-*`` id (other ids are returned unchanged).
+
+    Example:
+        >>> base_env_id("Text-CartPole-v1"), base_env_id("CartPole-v1")
+        ('CartPole-v1', 'CartPole-v1')
+    """
+    return env_id.removeprefix("Text-")
+
+
+def format_action(action: Any, names: Sequence[str] | None, start: int = 0) -> str:
+    """The JSON answer an LLM is asked to write, for a base action.
+
+    Example:
+        >>> format_action(1, ["LEFT", "RIGHT"]), format_action(np.array([0.5]), None)
+        ('{"action": "RIGHT"}', '{"action": [0.5]}')
+    """
+    if names:
+        return json.dumps({"action": names[int(action) - start]})
+    values = np.asarray(action, dtype=float).ravel()
+    return json.dumps({"action": [round(float(v), 6) for v in values]})
+
+
+class BaselineAgent:
+    """Base of the reference agents: subclasses implement ``act(raw_obs)``; text and batched
+    actions follow from it. ``env`` is the base env (or its text twin) the agent will play."""
+
+    name = "baseline"
+
+    def __init__(self, env: gym.Env) -> None:
+        base = env.unwrapped
+        self.action_space = base.action_space
+        self.observation_space = base.observation_space
+        self.names = describer_for(base).action_names(base)
+        self.start = int(getattr(self.action_space, "start", 0))
+
+    def act(self, raw_obs: Any) -> Any:
+        """A base action for a base observation."""
+        raise NotImplementedError
+
+    def act_many(self, raw_observations: Sequence[Any]) -> list[Any]:
+        """Base actions for several base observations (override to batch a model)."""
+        return [self.act(obs) for obs in raw_observations]
+
+    def act_text(self, obs_text: str, info: dict[str, Any]) -> str:
+        """The action string for a text observation, read from ``info["raw_obs"]``."""
+        return self.act_batch([obs_text], [info])[0]
+
+    def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
+        actions = self.act_many([info["raw_obs"] for info in infos])
+        return [format_action(a, self.names, self.start) for a in actions]
+
+
+class RandomAgent(BaselineAgent):
+    """Uniformly random actions from the action space, seeded.
+
+    Example:
+        >>> agent = RandomAgent(gym.make("CartPole-v1"), seed=0)
+        >>> [agent.act(None) for _ in range(5)]
+        [1, 1, 1, 0, 0]
+    """
+
+    name = "random"
+
+    def __init__(self, env: gym.Env, seed: int = 0) -> None:
+        super().__init__(env)
+        self.action_space = copy.deepcopy(self.action_space)
+        self.action_space.seed(seed)
+
+    def act(self, raw_obs: Any) -> Any:
+        action = self.action_space.sample()
+        return int(action) if isinstance(self.action_space, spaces.Discrete) else action
+
+
+class PolicyAgent(BaselineAgent):
+    """An agent from a function of the base observation (a table lookup or a controller)."""
+
+    def __init__(self, env: gym.Env, policy: Callable[[Any], Any], name: str = "optimal") -> None:
+        super().__init__(env)
+        self.policy, self.name = policy, name
+
+    def act(self, raw_obs: Any) -> Any:
+        return self.policy(raw_obs)
+
+
+def _blackjack(env: gym.Env) -> Callable[[Any], int]:
+    base = env.unwrapped
+    table = blackjack_solution(sab=base.sab, natural=base.natural).policy
+    return lambda obs: table.get((int(obs[0]), int(obs[1]), int(obs[2])), 0)
+
+
+def _tabular(env: gym.Env) -> Callable[[Any], int]:
+    base = env.unwrapped
+    horizon = env.spec.max_episode_steps if env.spec is not None else None
+    policy, _ = solve_tabular(base.P, base.initial_state_distrib, horizon)
+    return lambda obs: int(policy[int(obs)])
+
+
+def cartpole_controller(obs: Any) -> int:
+    """Push toward where the pole is falling (a linear controller; 500 on every seed tried).
+
+    Example:
+        >>> cartpole_controller([0.0, 0.0, 0.05, 0.0])
+        1
+    """
+    x, x_dot, theta, theta_dot = (float(v) for v in obs)
+    return int(theta + 0.5 * theta_dot + 0.05 * x + 0.1 * x_dot > 0)
+
+
+def mountain_car_controller(obs: Any) -> int:
+    """Push along the velocity to pump energy; from rest, start toward the nearer slope."""
+    position, velocity = (float(v) for v in obs)
+    return 2 if velocity > 0 or (velocity == 0 and position < -0.45) else 0
+
+
+def mountain_car_continuous_controller(obs: Any) -> np.ndarray:
+    """Full throttle along the velocity."""
+    return np.array([1.0 if float(obs[1]) >= 0 else -1.0], dtype=np.float32)
+
+
+def acrobot_controller(obs: Any) -> int:
+    """Torque along the lower link's swing relative to the upper one (energy pumping)."""
+    omega1, omega2 = float(obs[4]), float(obs[5])
+    return 2 if omega2 - 0.5 * omega1 > 0 else 0
+
+
+def pendulum_controller(obs: Any) -> np.ndarray:
+    """Energy-based swing-up, then a PD controller near the top.
+
+    Example:
+        >>> pendulum_controller([1.0, 0.1, 0.0]).round(3)
+        array([-0.997], dtype=float32)
+    """
+    cos, sin, omega = (float(v) for v in obs)
+    if cos > 0.85:
+        torque = -(10.0 * math.atan2(sin, cos) + 2.0 * omega)
+    else:
+        # Energy of a uniform rod (m = l = 1, g = 10): w^2 / 6 + 5 cos; upright at rest is 5.
+        energy = omega**2 / 6 + 5.0 * cos
+        torque = 2.0 * np.sign(omega * (5.0 - energy)) if omega != 0 else 2.0
+    return np.array([np.clip(torque, -2.0, 2.0)], dtype=np.float32)
+
+
+#: The optimal or heuristic agent of each base env, keyed by the unwrapped class name; each
+#: entry builds the policy function from the env.
+OPTIMAL: dict[str, Callable[[gym.Env], Callable[[Any], Any]]] = {
+    "BlackjackEnv": _blackjack,  # exact dynamic programming
+    "FrozenLakeEnv": _tabular,  # value iteration on env.unwrapped.P
+    "TaxiEnv": _tabular,
+    "CliffWalkingEnv": _tabular,
+    "CartPoleEnv": lambda env: cartpole_controller,  # heuristics below
+    "MountainCarEnv": lambda env: mountain_car_controller,
+    "Continuous_MountainCarEnv": lambda env: mountain_car_continuous_controller,
+    "AcrobotEnv": lambda env: acrobot_controller,
+    "PendulumEnv": lambda env: pendulum_controller,
+}
+
+
+class LLMAgent:
+    """Adapter from ``llmgym.agents.policy.LLMPolicy`` (``act(observations, infos)`` returns
+    samples whose ``.text`` goes to ``env.step``) to the runner's ``act_batch``."""
+
+    def __init__(self, spec: str, seed: int = 0) -> None:
+        try:
+            from llmgym.agents.models import load_model
+            from llmgym.agents.policy import LLMPolicy
+        except ImportError as err:
+            raise AgentError(
+                f"LLM agents need llmgym's policy and the train extra ({err}); "
+                'install them with pip install "llmgym[train]".'
+            ) from err
+
+        self.name = f"llm:{spec}"
+        model_ref, *options = spec.split(",")
+        name, _, checkpoint = model_ref.partition("@")
+        kwargs: dict[str, Any] = dict(option.split("=", 1) for option in options)
+        self.policy = LLMPolicy(load_model(checkpoint or name), seed=seed, **kwargs)
+
+    def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
+        return [sample.text for sample in self.policy.act(list(observations), list(infos))]
+
+
+def check_agent_name(name: str) -> None:
+    """Raise ``AgentError`` unless ``name`` is a known agent name."""
+    if name not in AGENT_NAMES and not (name.startswith("llm:") and len(name) > 4):
+        raise AgentError(
+            f"Unknown agent {name!r}: use one of {', '.join(AGENT_NAMES)}, "
+            "or llm:NAME[@CHECKPOINT]."
+        )
+
+
+def make_eval_env(env_id: str, **kwargs: Any) -> gym.Env:
+    """``gym.make(env_id)`` with a ``DEFAULT_MAX_STEPS`` cap where the registry has no time
+    limit, so that no agent can loop forever (CliffWalking)."""
+    if gym.spec(env_id).max_episode_steps is None and "max_episode_steps" not in kwargs:
+        kwargs["max_episode_steps"] = DEFAULT_MAX_STEPS
+    return gym.make(env_id, **kwargs)
+
+
+def make_agent(name: str, env_id: str, seed: int = 0, **env_kwargs: Any) -> TextAgent:
+    """An agent by name for ``env_id`` (a ``Text-*`` id or its base id).
+
+    Names: ``random`` (seeded), ``optimal`` (exact or heuristic, see ``OPTIMAL``),
+    ``sb3-ppo``/``sb3-dqn``/``sb3-a2c`` (trained on the base env and cached, see
+    ``llmgym.agents.sb3``), ``llm:NAME[@CHECKPOINT][,key=value...]`` (the LLM policy; options
+    go to ``LLMPolicy``). ``seed`` seeds the random agent and the LLM's sampling; SB3 agents
+    are the models trained with seed 0. ``env_kwargs`` go to ``gym.make`` of the base env.
+
+    Example:
+        >>> make_agent("random", "Text-CartPole-v1", seed=1).name
+        'random'
+        >>> make_agent("oracle", "CartPole-v1")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        llmgym.agents.baselines.AgentError: Unknown agent 'oracle': use one of random, ...
+    """
+    check_agent_name(name)
+    if name.startswith("llm:"):
+        return LLMAgent(name.removeprefix("llm:"), seed=seed)
+    base_id = base_env_id(env_id)
+    if base_id not in gym.registry:
+        raise AgentError(f"Unknown environment {env_id!r}: run `llmgym envs` to list them.")
+    if name.startswith("sb3-"):
+        from llmgym.agents.sb3 import load_agent
+
+        return load_agent(base_id, name.removeprefix("sb3-"), env_kwargs=env_kwargs)
+    env = gym.make(base_id, **env_kwargs)
+    if name == "random":
+        return RandomAgent(env, seed)
+    build = OPTIMAL.get(type(env.unwrapped).__name__)
+    if build is None:
+        raise AgentError(f"No optimal or heuristic agent for {env_id}; try sb3-ppo instead.")
+    return PolicyAgent(env, build(env), "optimal")

@@ -1,0 +1,363 @@
+"""Stable-Baselines3 baselines: hyperparameters, training on the base numeric env, a model
+cache, and the agent that plays the text env from ``info["raw_obs"]``.
+
+SB3 cannot consume ``Text`` spaces, so it trains on the base env (Tuple/Dict observations
+flattened, as Blackjack needs; Discrete observations one-hot encoded by SB3 itself) and is
+evaluated on the ``Text-*`` twin with the same seeds as every other agent.
+
+Models are cached under ``$LLMGYM_CACHE`` (default ``~/.cache/llmgym/baselines``) as
+``<env>-<algo>-s<seed>-<hash>.zip`` plus a ``.json`` record of how they were trained; the hash
+covers the hyperparameters and env kwargs, so editing ``HYPERPARAMS`` retrains.
+
+Run: ``llmgym baselines train CartPole-v1 --algo ppo`` (stable-baselines3 needs the
+``baselines`` extra: ``pip install "llmgym[baselines]"``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from llmgym.agents.baselines import AgentError, BaselineAgent, make_eval_env
+
+ALGOS = ("ppo", "dqn", "a2c")
+
+
+@dataclass(frozen=True)
+class SB3Config:
+    """How one (env, algo) baseline is trained."""
+
+    n_timesteps: int
+    """Environment steps of training."""
+    source: str
+    """Where the hyperparameters come from (rl-baselines3-zoo, and how we departed)."""
+    n_envs: int = 1
+    """Parallel envs (DummyVecEnv)."""
+    hyperparams: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments of the SB3 algorithm; ``"lin_X"`` is a linear schedule from X to 0."""
+
+
+_ZOO = "rl-baselines3-zoo"
+_NO_NORM = "without VecNormalize"
+# Ours, for the tabular toy-text envs (the zoo has none): one-hot states, a few envs in
+# parallel, a little entropy to keep exploring sparse rewards.
+_PPO_TOY = dict(n_steps=256, batch_size=256, n_epochs=10, gamma=0.99, ent_coef=0.01)
+_DQN_TOY = dict(
+    learning_rate=1e-3,
+    buffer_size=50_000,
+    learning_starts=1_000,
+    batch_size=64,
+    gamma=0.99,
+    target_update_interval=500,
+    train_freq=4,
+    gradient_steps=1,
+    exploration_fraction=0.3,
+    exploration_final_eps=0.05,
+    policy_kwargs=dict(net_arch=[64, 64]),
+)
+_DQN_ZOO_ACROBOT = dict(
+    learning_rate=6.3e-4,
+    batch_size=128,
+    buffer_size=50_000,
+    learning_starts=0,
+    gamma=0.99,
+    target_update_interval=250,
+    train_freq=4,
+    gradient_steps=-1,
+    exploration_fraction=0.12,
+    exploration_final_eps=0.1,
+    policy_kwargs=dict(net_arch=[256, 256]),
+)
+
+#: (base env id, algo) -> training recipe. Budgets are cut where the zoo's would take more
+#: than a few minutes on a 2-core CPU; the ``source`` says so. Unlisted pairs use SB3's
+#: defaults for 50k steps.
+HYPERPARAMS: dict[tuple[str, str], SB3Config] = {
+    # ---- PPO
+    ("CartPole-v1", "ppo"): SB3Config(
+        50_000,
+        f"{_ZOO} (1e5 steps there)",
+        n_envs=8,
+        hyperparams=dict(
+            n_steps=32,
+            batch_size=256,
+            gae_lambda=0.8,
+            gamma=0.98,
+            n_epochs=20,
+            ent_coef=0.0,
+            learning_rate="lin_0.001",
+            clip_range="lin_0.2",
+        ),
+    ),
+    ("Acrobot-v1", "ppo"): SB3Config(
+        100_000,
+        f"{_ZOO} {_NO_NORM} (1e6 steps there)",
+        n_envs=16,
+        hyperparams=dict(n_steps=256, gae_lambda=0.94, gamma=0.99, n_epochs=4, ent_coef=0.0),
+    ),
+    ("MountainCar-v0", "ppo"): SB3Config(
+        50_000,
+        f"{_ZOO} {_NO_NORM} (1e6 steps there)",
+        n_envs=16,
+        hyperparams=dict(n_steps=16, gae_lambda=0.98, gamma=0.99, n_epochs=4, ent_coef=0.0),
+    ),
+    ("MountainCarContinuous-v0", "ppo"): SB3Config(
+        20_000,
+        f"{_ZOO} {_NO_NORM}",
+        hyperparams=dict(
+            batch_size=256,
+            n_steps=8,
+            gamma=0.9999,
+            learning_rate=7.77e-05,
+            ent_coef=0.00429,
+            clip_range=0.1,
+            n_epochs=10,
+            gae_lambda=0.9,
+            max_grad_norm=5,
+            vf_coef=0.19,
+            use_sde=True,
+            policy_kwargs=dict(log_std_init=-3.29, ortho_init=False),
+        ),
+    ),
+    ("Pendulum-v1", "ppo"): SB3Config(
+        100_000,
+        _ZOO,
+        n_envs=4,
+        hyperparams=dict(
+            n_steps=1024,
+            gae_lambda=0.95,
+            gamma=0.9,
+            n_epochs=10,
+            ent_coef=0.0,
+            learning_rate=1e-3,
+            clip_range=0.2,
+            use_sde=True,
+            sde_sample_freq=4,
+        ),
+    ),
+    ("Blackjack-v1", "ppo"): SB3Config(
+        50_000, "llmgym", n_envs=8, hyperparams={**_PPO_TOY, "gamma": 1.0}
+    ),
+    ("FrozenLake-v1", "ppo"): SB3Config(50_000, "llmgym", n_envs=8, hyperparams=_PPO_TOY),
+    ("FrozenLake8x8-v1", "ppo"): SB3Config(100_000, "llmgym", n_envs=8, hyperparams=_PPO_TOY),
+    ("Taxi-v4", "ppo"): SB3Config(100_000, "llmgym", n_envs=8, hyperparams=_PPO_TOY),
+    ("CliffWalking-v1", "ppo"): SB3Config(50_000, "llmgym", n_envs=8, hyperparams=_PPO_TOY),
+    # ---- DQN
+    ("CartPole-v1", "dqn"): SB3Config(
+        50_000,
+        _ZOO,
+        hyperparams=dict(
+            learning_rate=2.3e-3,
+            batch_size=64,
+            buffer_size=100_000,
+            learning_starts=1000,
+            gamma=0.99,
+            target_update_interval=10,
+            train_freq=256,
+            gradient_steps=128,
+            exploration_fraction=0.16,
+            exploration_final_eps=0.04,
+            policy_kwargs=dict(net_arch=[256, 256]),
+        ),
+    ),
+    ("Acrobot-v1", "dqn"): SB3Config(
+        50_000, f"{_ZOO} (1e5 steps there)", hyperparams=_DQN_ZOO_ACROBOT
+    ),
+    ("MountainCar-v0", "dqn"): SB3Config(
+        120_000,
+        _ZOO,
+        hyperparams=dict(
+            learning_rate=4e-3,
+            batch_size=128,
+            buffer_size=10_000,
+            learning_starts=1000,
+            gamma=0.98,
+            target_update_interval=600,
+            train_freq=16,
+            gradient_steps=8,
+            exploration_fraction=0.2,
+            exploration_final_eps=0.07,
+            policy_kwargs=dict(net_arch=[256, 256]),
+        ),
+    ),
+    ("Blackjack-v1", "dqn"): SB3Config(50_000, "llmgym", hyperparams={**_DQN_TOY, "gamma": 1.0}),
+    ("FrozenLake-v1", "dqn"): SB3Config(50_000, "llmgym", hyperparams=_DQN_TOY),
+    ("FrozenLake8x8-v1", "dqn"): SB3Config(100_000, "llmgym", hyperparams=_DQN_TOY),
+    ("Taxi-v4", "dqn"): SB3Config(100_000, "llmgym", hyperparams=_DQN_TOY),
+    ("CliffWalking-v1", "dqn"): SB3Config(50_000, "llmgym", hyperparams=_DQN_TOY),
+    # ---- A2C
+    ("CartPole-v1", "a2c"): SB3Config(
+        100_000, f"{_ZOO} (5e5 steps there)", n_envs=8, hyperparams=dict(ent_coef=0.0)
+    ),
+    ("Acrobot-v1", "a2c"): SB3Config(
+        100_000, f"{_ZOO} {_NO_NORM} (5e5 steps there)", n_envs=16, hyperparams=dict(ent_coef=0.0)
+    ),
+    ("Pendulum-v1", "a2c"): SB3Config(
+        100_000,
+        f"{_ZOO} {_NO_NORM} (1e6 steps there)",
+        n_envs=8,
+        hyperparams=dict(
+            ent_coef=0.0,
+            max_grad_norm=0.5,
+            n_steps=8,
+            gae_lambda=0.9,
+            vf_coef=0.4,
+            gamma=0.9,
+            use_rms_prop=True,
+            normalize_advantage=False,
+            learning_rate="lin_7e-4",
+            use_sde=True,
+            policy_kwargs=dict(log_std_init=-2, ortho_init=False),
+        ),
+    ),
+}
+
+
+def config_for(base_id: str, algo: str) -> SB3Config:
+    """The training recipe for ``(base_id, algo)``, SB3 defaults for 50k steps if unlisted."""
+    return HYPERPARAMS.get((base_id, algo), SB3Config(50_000, "stable-baselines3 defaults"))
+
+
+def cache_dir() -> Path:
+    """Where trained baselines live: ``$LLMGYM_CACHE`` or ``~/.cache/llmgym/baselines``."""
+    root = os.environ.get("LLMGYM_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "llmgym" / "baselines"
+
+
+def make_base_env(base_id: str, **env_kwargs: Any) -> gym.Env:
+    """The base env SB3 trains on: Tuple/Dict observations flattened, and the step cap of
+    ``make_eval_env`` where the registry sets no time limit."""
+    env = make_eval_env(base_id, **env_kwargs)
+    if isinstance(env.observation_space, (spaces.Tuple, spaces.Dict)):
+        env = gym.wrappers.FlattenObservation(env)
+    return env
+
+
+def _check(base_id: str, algo: str) -> None:
+    if algo not in ALGOS:
+        raise AgentError(f"Unknown algorithm {algo!r}: use one of {', '.join(ALGOS)}.")
+    if base_id not in gym.registry:
+        raise AgentError(f"Unknown environment {base_id!r}: run `llmgym envs` to list them.")
+    if algo == "dqn" and not isinstance(gym.make(base_id).action_space, spaces.Discrete):
+        raise AgentError(f"DQN needs discrete actions and {base_id} has continuous ones.")
+
+
+def model_path(
+    base_id: str, algo: str, seed: int = 0, timesteps: int | None = None, **env_kwargs: Any
+) -> Path:
+    """The cache file of a baseline (whether or not it exists yet)."""
+    config = config_for(base_id, algo)
+    if timesteps is not None:
+        config = SB3Config(timesteps, config.source, config.n_envs, config.hyperparams)
+    key = json.dumps([asdict(config), env_kwargs], sort_keys=True, default=str)
+    digest = hashlib.sha1(key.encode()).hexdigest()[:8]
+    return cache_dir() / f"{base_id}-{algo}-s{seed}-{digest}.zip"
+
+
+def _resolve(hyperparams: dict[str, Any]) -> dict[str, Any]:
+    """Turn ``"lin_X"`` strings into SB3 schedules (progress goes from 1 to 0)."""
+
+    def linear(start: float) -> Any:
+        return lambda progress: progress * start
+
+    return {
+        k: linear(float(v[4:])) if isinstance(v, str) and v.startswith("lin_") else v
+        for k, v in hyperparams.items()
+    }
+
+
+def train(
+    base_id: str,
+    algo: str,
+    *,
+    seed: int = 0,
+    timesteps: int | None = None,
+    force: bool = False,
+    progress: bool = True,
+    **env_kwargs: Any,
+) -> Path:
+    """Train (or reuse from the cache) an SB3 baseline on the base env; return the model path.
+
+    ``timesteps`` overrides the recipe's budget (and so makes a separate cache entry).
+    """
+    _check(base_id, algo)
+    path = model_path(base_id, algo, seed, timesteps, **env_kwargs)
+    if path.exists() and not force:
+        return path
+    import stable_baselines3 as sb3
+    from stable_baselines3.common.env_util import make_vec_env
+
+    config = config_for(base_id, algo)
+    steps = timesteps or config.n_timesteps
+    vec_env = make_vec_env(
+        lambda: make_base_env(base_id, **env_kwargs), n_envs=config.n_envs, seed=seed
+    )
+    cls = {"ppo": sb3.PPO, "dqn": sb3.DQN, "a2c": sb3.A2C}[algo]
+    model = cls("MlpPolicy", vec_env, seed=seed, verbose=0, **_resolve(config.hyperparams))
+    start = time.perf_counter()
+    model.learn(total_timesteps=steps, progress_bar=progress)
+    seconds = time.perf_counter() - start
+    path.parent.mkdir(parents=True, exist_ok=True)
+    model.save(path)
+    record = {
+        "env_id": base_id,
+        "algo": algo,
+        "seed": seed,
+        "timesteps": steps,
+        "train_seconds": round(seconds, 1),
+        "config": asdict(config),
+        "env_kwargs": env_kwargs,
+        "stable_baselines3": sb3.__version__,
+    }
+    path.with_suffix(".json").write_text(json.dumps(record, indent=2, default=str) + "\n")
+    return path
+
+
+class SB3Agent(BaselineAgent):
+    """A trained SB3 model acting deterministically on base observations (batched)."""
+
+    def __init__(self, env: gym.Env, model: Any, name: str) -> None:
+        super().__init__(env)
+        self.model, self.name = model, name
+        self._flatten = isinstance(self.observation_space, (spaces.Tuple, spaces.Dict))
+
+    def act(self, raw_obs: Any) -> Any:
+        return self.act_many([raw_obs])[0]
+
+    def act_many(self, raw_observations: Sequence[Any]) -> list[Any]:
+        if self._flatten:
+            batch = np.stack([spaces.flatten(self.observation_space, o) for o in raw_observations])
+        else:
+            batch = np.asarray(raw_observations)
+        actions, _ = self.model.predict(batch, deterministic=True)
+        if isinstance(self.action_space, spaces.Discrete):
+            return [int(a) for a in actions]
+        return list(actions)
+
+
+def load_agent(
+    base_id: str, algo: str, *, seed: int = 0, env_kwargs: dict[str, Any] | None = None
+) -> SB3Agent:
+    """The cached SB3 baseline as an agent, trained first (with a progress bar) if missing."""
+    env_kwargs = env_kwargs or {}
+    _check(base_id, algo)
+    path = model_path(base_id, algo, seed, **env_kwargs)
+    if not path.exists():
+        print(f"Training sb3-{algo} on {base_id} (cached at {path}) ...", file=sys.stderr)
+        train(base_id, algo, seed=seed, progress=sys.stderr.isatty(), **env_kwargs)
+    import stable_baselines3 as sb3
+
+    cls = {"ppo": sb3.PPO, "dqn": sb3.DQN, "a2c": sb3.A2C}[algo]
+    model = cls.load(path, device="cpu")
+    return SB3Agent(gym.make(base_id, **env_kwargs), model, f"sb3-{algo}")

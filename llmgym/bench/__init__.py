@@ -1,0 +1,1 @@
+"""Benchmarks: suites of envs, a resumable runner over explicit seeds, and the leaderboard."""

@@ -1,0 +1,222 @@
+"""The leaderboard: per (env, agent) mean return, 95 % bootstrap CI, normalized score, parse
+rate and env-steps/s, as markdown and as a PNG chart.
+
+Normalized score = (mean - random) / (best reference - random), per env: ``random`` is the
+mean of the ``random`` agent on the same seeds, ``best reference`` the best mean among the
+reference agents (``optimal`` and ``sb3-*``) on the same seeds. Where those rows are missing,
+the published figures in ``REFERENCE_RETURNS`` stand in; with neither the score is blank.
+
+Example:
+    >>> rows = [{"env_id": "E", "agent": a, "seed": s, "return": r, "length": 1,
+    ...          "parse_rate": 1.0, "wall_s": 0.001}
+    ...         for a, r in [("random", 0.0), ("optimal", 1.0), ("x", 0.5)] for s in range(4)]
+    >>> [(s.agent, s.mean, s.normalized) for s in summarize(rows, ["E"], ["random", "x"])]
+    [('random', 0.0, 0.0), ('x', 0.5, 0.5)]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: Published (random, best known) returns for when a run lacks random or reference rows
+#: (see the project's REFERENCE.md; Taxi's best is this package's exact value iteration).
+REFERENCE_RETURNS: dict[str, tuple[float, float]] = {
+    "Text-CartPole-v1": (22.0, 500.0),
+    "Text-Acrobot-v1": (-500.0, -73.5),
+    "Text-MountainCar-v0": (-200.0, -100.8),
+    "Text-Blackjack-v1": (-0.394, -0.0431),
+    "Text-FrozenLake-v1": (0.0139, 0.744),
+}
+REFERENCE_AGENTS = ("optimal", "sb3-ppo", "sb3-dqn", "sb3-a2c")
+BOOTSTRAP_SAMPLES = 2000
+
+
+def bootstrap_ci(
+    values: Sequence[float], level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap confidence interval of the mean (deterministic for a seed).
+
+    Example:
+        >>> bootstrap_ci([1.0, 1.0, 1.0])
+        (1.0, 1.0)
+    """
+    data = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(len(data), size=(BOOTSTRAP_SAMPLES, len(data)))].mean(axis=1)
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+@dataclass(frozen=True)
+class CellStats:
+    """One leaderboard line."""
+
+    env_id: str
+    agent: str
+    episodes: int
+    mean: float
+    ci_low: float
+    ci_high: float
+    normalized: float | None
+    normalized_ci: tuple[float, float] | None
+    parse_rate: float
+    steps_per_s: float
+
+
+def _anchors(means: dict[str, float], env_id: str) -> tuple[float, float] | None:
+    random, best = REFERENCE_RETURNS.get(env_id, (None, None))
+    random = means.get("random", random)
+    references = [means[a] for a in REFERENCE_AGENTS if a in means]
+    best = max(references) if references else best
+    if random is None or best is None or math.isclose(best, random):
+        return None
+    return random, best
+
+
+def _normalizer(random: float, best: float) -> Any:
+    return lambda value: (value - random) / (best - random)
+
+
+def summarize(
+    rows: Sequence[dict[str, Any]], env_ids: Sequence[str], agents: Sequence[str]
+) -> list[CellStats]:
+    """Leaderboard lines for ``agents`` on ``env_ids`` (in that order); the normalization
+    anchors come from every agent's rows on the env."""
+    by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        by_cell.setdefault((row["env_id"], row["agent"]), []).append(row)
+    stats = []
+    for env_id in env_ids:
+        means = {
+            a: float(np.mean([r["return"] for r in rs]))
+            for (e, a), rs in by_cell.items()
+            if e == env_id
+        }
+        anchors = _anchors(means, env_id)
+        for agent in agents:
+            cell = by_cell.get((env_id, agent))
+            if not cell:
+                continue
+            returns = [r["return"] for r in cell]
+            low, high = bootstrap_ci(returns)
+            steps = sum(r["length"] for r in cell)
+            parsed = sum(r["parse_rate"] * r["length"] for r in cell)
+            wall = sum(r["wall_s"] for r in cell)
+            mean = means[agent]
+            scale = None if anchors is None else _normalizer(*anchors)
+            stats.append(
+                CellStats(
+                    env_id=env_id,
+                    agent=agent,
+                    episodes=len(cell),
+                    mean=mean,
+                    ci_low=low,
+                    ci_high=high,
+                    normalized=None if scale is None else scale(mean),
+                    normalized_ci=None if scale is None else (scale(low), scale(high)),
+                    parse_rate=parsed / steps,
+                    steps_per_s=steps / wall if wall > 0 else float("nan"),
+                )
+            )
+    return stats
+
+
+def _num(x: float) -> str:
+    return f"{x:.3f}" if abs(x) < 10 else f"{x:.1f}"
+
+
+def markdown_table(stats: Sequence[CellStats]) -> str:
+    """The leaderboard as a GitHub markdown table."""
+    lines = [
+        "| env | agent | episodes | mean return | 95 % CI | normalized | parse rate "
+        "| env-steps/s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in stats:
+        normalized = "—" if s.normalized is None else f"{s.normalized:.2f}"
+        lines.append(
+            f"| {s.env_id} | {s.agent} | {s.episodes} | {_num(s.mean)} | "
+            f"[{_num(s.ci_low)}, {_num(s.ci_high)}] | {normalized} | {s.parse_rate:.2f} | "
+            f"{s.steps_per_s:,.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(stats: Sequence[CellStats], path: Path) -> None:
+    """Grouped bars of normalized score per env and agent, with the normalized 95 % CI."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    envs = list(dict.fromkeys(s.env_id for s in stats))
+    agents = list(dict.fromkeys(s.agent for s in stats))
+    width = 0.8 / max(len(agents), 1)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(envs) + 2), 4.5))
+    for k, agent in enumerate(agents):
+        xs, ys, errs = [], [], [[], []]
+        for i, env_id in enumerate(envs):
+            cell = next((s for s in stats if s.env_id == env_id and s.agent == agent), None)
+            if cell is None or cell.normalized is None or cell.normalized_ci is None:
+                continue
+            low, high = cell.normalized_ci
+            xs.append(i + (k - (len(agents) - 1) / 2) * width)
+            ys.append(cell.normalized)
+            errs[0].append(cell.normalized - low)
+            errs[1].append(high - cell.normalized)
+        ax.bar(xs, ys, width, yerr=errs, capsize=2, label=agent)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.axhline(1, color="grey", linewidth=0.8, linestyle="--")
+    ax.set_xticks(range(len(envs)))
+    ax.set_xticklabels([e.removeprefix("Text-") for e in envs], rotation=30, ha="right")
+    ax.set_ylabel("normalized score")
+    ax.set_title("Normalized score (random = 0, best reference = 1) with 95 % bootstrap CI")
+    ax.set_ylim(bottom=min(-0.25, ax.get_ylim()[0]))
+    ax.legend(fontsize="small", ncol=min(len(agents), 5))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+NOTES = """
+- **mean return**: mean undiscounted episode return over the episodes (episode *i* starts with
+  `reset(seed=SEED + i)`, the same for every agent).
+- **95 % CI**: percentile bootstrap of the mean (2,000 resamples).
+- **normalized**: (mean - random) / (best reference - random), where random is the `random`
+  agent's mean and best reference the best mean among `optimal` and `sb3-*` on the same
+  seeds (published figures stand in when those rows are missing); 1 = as good as the best
+  reference, 0 = no better than random.
+- **parse rate**: fraction of steps whose action text parsed (`info["parse"]["ok"]`).
+- **env-steps/s**: steps / wall time of acting and stepping (LLM agents: batched forward
+  passes included); machine-dependent.
+"""
+
+
+def write_report(
+    output: Path,
+    env_ids: Sequence[str],
+    agents: Sequence[str],
+    command: str,
+    chart: bool = True,
+) -> list[CellStats]:
+    """Write ``leaderboard.md`` (and ``leaderboard.png``) under ``output`` from all episodes
+    recorded there on ``env_ids``: ``agents`` first, then any other agent an earlier run
+    recorded (cells may hold different episode counts; their first seeds are shared)."""
+    from llmgym.bench.runner import load_rows
+
+    output = Path(output)
+    rows = load_rows(output)
+    earlier = [r["agent"] for r in rows if r["env_id"] in env_ids]
+    stats = summarize(rows, env_ids, list(dict.fromkeys([*agents, *earlier])))
+    text = f"# Leaderboard\n\nMade by `{command}`.\n\n{markdown_table(stats)}{NOTES}"
+    (output / "leaderboard.md").write_text(text)
+    if chart and stats:
+        plot(stats, output / "leaderboard.png")
+    return stats

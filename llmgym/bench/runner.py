@@ -1,0 +1,170 @@
+"""The benchmark runner: every agent plays the same ``Text-*`` envs on the same seeds.
+
+Episode ``i`` of every (env, agent) cell starts with ``reset(seed=seed + i)``. Episodes run in
+lockstep batches (one ``act_batch`` call per step for all live episodes, which lets an LLM
+policy batch its forward passes) and each finished episode is appended to
+``<output>/episodes.jsonl`` at once, so an interrupted run loses nothing: rerunning the same
+command skips every episode already recorded, and a cell with none left is not even loaded.
+
+Example:
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp())
+    >>> rows = run_bench(["Text-CliffWalking-v1"], ["optimal"], episodes=2, output=out)
+    >>> [(r["seed"], r["return"], r["length"], r["parse_rate"]) for r in rows]
+    [(0, -13.0, 13, 1.0), (1, -13.0, 13, 1.0)]
+    >>> run_bench(["Text-CliffWalking-v1"], ["optimal"], episodes=2, output=out)
+    []
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from llmgym.agents.baselines import (
+    AgentError,
+    TextAgent,
+    check_agent_name,
+    make_agent,
+    make_eval_env,
+)
+from llmgym.bench.suites import episodes_for
+
+EPISODES_FILE = "episodes.jsonl"
+#: Called after each finished episode with its row (for progress bars).
+Callback = Callable[[dict[str, Any]], None]
+
+
+def load_rows(output: Path) -> list[dict[str, Any]]:
+    """Every episode row recorded under ``output`` (a torn last line is ignored)."""
+    path = Path(output) / EPISODES_FILE
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def pending_seeds(
+    env_ids: Sequence[str],
+    agents: Sequence[str],
+    episodes: int | None,
+    seed: int,
+    done: set[tuple[str, str, int]],
+) -> dict[tuple[str, str], list[int]]:
+    """Seeds still to run for each (env, agent) cell."""
+    return {
+        (env_id, agent): [
+            s
+            for s in range(seed, seed + episodes_for(env_id, episodes))
+            if (env_id, agent, s) not in done
+        ]
+        for env_id in env_ids
+        for agent in agents
+    }
+
+
+def run_episodes(
+    env_id: str,
+    agent: TextAgent,
+    seeds: Sequence[int],
+    write: Callback,
+    batch_size: int = 32,
+) -> None:
+    """Play one episode per seed, ``batch_size`` at a time, and ``write`` each row as its
+    episode ends. Wall time of a batched step is shared equally by the live episodes."""
+    envs = [make_eval_env(env_id) for _ in range(min(batch_size, len(seeds)))]
+    for start in range(0, len(seeds), batch_size):
+        chunk = list(seeds[start : start + batch_size])
+        starts = [env.reset(seed=s) for env, s in zip(envs, chunk, strict=False)]
+        observations = [obs for obs, _ in starts]
+        infos = [info for _, info in starts]
+        returns, lengths, parsed, wall = ([0.0] * len(chunk) for _ in range(4))
+        live = list(range(len(chunk)))
+        while live:
+            tick = time.perf_counter()
+            actions = agent.act_batch([observations[j] for j in live], [infos[j] for j in live])
+            ended = []
+            for j, action in zip(live, actions, strict=True):
+                obs, reward, terminated, truncated, info = envs[j].step(action)
+                observations[j], infos[j] = obs, info
+                returns[j] += float(reward)
+                lengths[j] += 1
+                parsed[j] += bool(info.get("parse", {}).get("ok", True))
+                if terminated or truncated:
+                    ended.append((j, truncated and not terminated))
+            share = (time.perf_counter() - tick) / len(live)
+            for j in live:
+                wall[j] += share
+            for j, truncated in ended:
+                write(
+                    {
+                        "env_id": env_id,
+                        "agent": agent.name,
+                        "seed": chunk[j],
+                        "return": returns[j],
+                        "length": int(lengths[j]),
+                        "parse_rate": parsed[j] / lengths[j],
+                        "wall_s": round(wall[j], 6),
+                        "truncated": truncated,
+                    }
+                )
+            live = [j for j in live if j not in {e for e, _ in ended}]
+
+
+def run_bench(
+    env_ids: Sequence[str],
+    agents: Sequence[str],
+    *,
+    episodes: int | None = None,
+    seed: int = 0,
+    output: Path = Path("benchmarks/results"),
+    batch_size: int = 32,
+    on_episode: Callback | None = None,
+    on_cell: Callable[[str, str, int], None] | None = None,
+    on_skip: Callable[[str, str, str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run every (env, agent) cell on seeds ``seed, seed + 1, ...`` and return the new rows.
+
+    ``episodes`` overrides the per-env counts of ``llmgym.bench.suites.EPISODES``. Hooks:
+    ``on_cell(env, agent, n)`` before a cell runs n episodes, ``on_episode(row)`` after each
+    episode, ``on_skip(env, agent, reason)`` when an agent cannot play an env (DQN on
+    continuous actions, no heuristic for it); such cells are left out, the others run.
+    """
+    for name in agents:
+        check_agent_name(name)
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    done = {(r["env_id"], r["agent"], r["seed"]) for r in load_rows(output)}
+    new_rows: list[dict[str, Any]] = []
+    todo = pending_seeds(env_ids, agents, episodes, seed, done)
+    with (output / EPISODES_FILE).open("a") as sink:
+
+        def write(row: dict[str, Any]) -> None:
+            sink.write(json.dumps(row) + "\n")
+            sink.flush()
+            new_rows.append(row)
+            if on_episode is not None:
+                on_episode(row)
+
+        for (env_id, agent_name), seeds in todo.items():
+            if not seeds:
+                continue
+            try:
+                agent = make_agent(agent_name, env_id, seed=seed)
+            except AgentError as err:
+                if on_skip is None:
+                    raise
+                on_skip(env_id, agent_name, str(err))
+                continue
+            if on_cell is not None:
+                on_cell(env_id, agent_name, len(seeds))
+            run_episodes(env_id, agent, seeds, write, batch_size)
+    return new_rows

@@ -1,0 +1,145 @@
+"""``llmgym baselines train`` and ``llmgym bench``: register them on the main typer app.
+
+Example:
+    >>> import typer
+    >>> app = typer.Typer()
+    >>> register(app)
+    >>> sorted(c.name for c in app.registered_commands), [g.name for g in app.registered_groups]
+    (['bench'], ['baselines'])
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from llmgym.agents.baselines import AgentError, base_env_id
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(message, err=True)
+    return typer.Exit(2)
+
+
+def _missing(err: ModuleNotFoundError) -> typer.Exit:
+    return _fail(f'{err.name} is not installed: pip install "llmgym[baselines]".')
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``baselines`` group (``train``) and the ``bench`` command to ``app``."""
+    baselines = typer.Typer(help="Classical RL baselines (Stable-Baselines3) on the base envs.")
+
+    @baselines.command("train")
+    def train(
+        env_id: str = typer.Argument(..., help="Env id, e.g. CartPole-v1 or Text-CartPole-v1."),
+        algo: str = typer.Option("ppo", help="ppo, dqn or a2c."),
+        timesteps: int | None = typer.Option(None, help="Override the recorded budget."),
+        seed: int = typer.Option(0, help="Training seed."),
+        force: bool = typer.Option(False, help="Retrain even if a cached model exists."),
+        threads: int = typer.Option(1, help="Torch threads (small MLPs run best on 1)."),
+    ) -> None:
+        """Train SB3 on the base numeric env with the recorded hyperparameters; cache it."""
+        try:
+            import torch
+
+            from llmgym.agents import sb3
+        except ModuleNotFoundError as err:
+            raise _missing(err) from None
+        torch.set_num_threads(threads)
+        base_id = base_env_id(env_id)
+        try:
+            path = sb3.model_path(base_id, algo, seed, timesteps)
+            cached = path.exists() and not force
+            start = time.perf_counter()
+            sb3.train(base_id, algo, seed=seed, timesteps=timesteps, force=force)
+        except AgentError as err:
+            raise _fail(str(err)) from None
+        except ModuleNotFoundError as err:
+            raise _missing(err) from None
+        config = sb3.config_for(base_id, algo)
+        verb = "Reused cached" if cached else f"Trained in {time.perf_counter() - start:.0f} s:"
+        typer.echo(f"{verb} {path}")
+        typer.echo(f"Hyperparameters ({config.source}): {config.hyperparams}")
+
+    app.add_typer(baselines, name="baselines")
+
+    @app.command("bench")
+    def bench(
+        suite: str = typer.Option("classic", help="classic, language or all."),
+        agents: str = typer.Option(
+            "random,optimal",
+            help="Comma-separated: random, optimal, sb3-ppo, sb3-dqn, "
+            "sb3-a2c, llm:NAME[@CHECKPOINT].",
+        ),
+        episodes: int | None = typer.Option(None, help="Episodes per env (default: per env)."),
+        seed: int = typer.Option(0, help="Episode i of every cell uses reset(seed=SEED + i)."),
+        output: str | None = typer.Option(None, help="Default: benchmarks/results/SUITE."),
+        envs: str | None = typer.Option(None, help="Comma-separated env ids (replaces the suite)."),
+        batch_size: int = typer.Option(32, help="Episodes played in lockstep per agent call."),
+    ) -> None:
+        """Score agents on a suite over fixed seeds: JSONL rows, leaderboard.md and .png.
+        Finished episodes are skipped on rerun, so an interrupted run resumes."""
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        from llmgym.bench.report import markdown_table, write_report
+        from llmgym.bench.runner import load_rows, pending_seeds, run_bench
+        from llmgym.bench.suites import suite_envs
+
+        names = [a.strip() for a in agents.split(",") if a.strip()]
+        try:
+            env_ids = [e.strip() for e in envs.split(",")] if envs else suite_envs(suite)
+        except ValueError as err:
+            raise _fail(str(err)) from None
+        if not env_ids:
+            raise _fail(f"Suite {suite!r} has no envs yet; pass --envs or another --suite.")
+        import gymnasium as gym
+
+        unknown = [e for e in env_ids if e not in gym.registry]
+        if unknown:
+            raise _fail(f"Unknown environment {unknown[0]!r}: run `llmgym envs` to list them.")
+        if episodes is not None and episodes < 1:
+            raise _fail("--episodes must be at least 1.")
+        out = Path(output) if output else Path("benchmarks/results") / suite
+        command = f"llmgym bench --suite {suite} --agents {','.join(names)} --seed {seed}"
+        command += "".join(
+            f" --{k} {v}" for k, v in [("episodes", episodes), ("envs", envs)] if v is not None
+        )
+        command += f" --output {out}"
+        done = {(r["env_id"], r["agent"], r["seed"]) for r in load_rows(out)}
+        todo = pending_seeds(env_ids, names, episodes, seed, done)
+        progress = Progress(
+            "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
+        )
+        try:
+            with progress:
+                task = progress.add_task("bench", total=sum(len(s) for s in todo.values()))
+
+                def on_cell(env_id: str, agent: str, n: int) -> None:
+                    progress.update(task, description=f"{env_id} {agent}")
+
+                def on_skip(env_id: str, agent: str, reason: str) -> None:
+                    progress.console.print(f"skip {agent} on {env_id}: {reason}")
+
+                run_bench(
+                    env_ids,
+                    names,
+                    episodes=episodes,
+                    seed=seed,
+                    output=out,
+                    batch_size=batch_size,
+                    on_episode=lambda row: progress.advance(task),
+                    on_cell=on_cell,
+                    on_skip=on_skip,
+                )
+        except AgentError as err:
+            raise _fail(str(err)) from None
+        except ModuleNotFoundError as err:
+            raise _missing(err) from None
+        except KeyboardInterrupt:
+            typer.echo(f"Interrupted: finished episodes are in {out}; rerun to resume.")
+            raise typer.Exit(130) from None
+        stats = write_report(out, env_ids, names, command)
+        typer.echo(markdown_table(stats))
+        typer.echo(f"Wrote {out / 'leaderboard.md'} and {out / 'leaderboard.png'}")

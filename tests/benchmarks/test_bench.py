@@ -1,0 +1,144 @@
+"""The bench: rows per episode, the leaderboard, resuming without redoing finished work."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+import llmgym  # noqa: F401
+from llmgym.bench.report import bootstrap_ci, summarize
+from llmgym.bench.runner import load_rows, run_bench
+from llmgym.cli_bench import register
+
+TINY = ["Text-CliffWalking-v1", "Text-FrozenLake-v1"]
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+    register(app)
+    return app
+
+
+def test_rows_table_and_rerun_skips_finished_cells(tmp_path):
+    rows = run_bench(TINY, ["random", "optimal"], episodes=3, seed=10, output=tmp_path)
+    assert len(rows) == 12
+    assert {r["seed"] for r in rows} == {10, 11, 12}
+    assert set(rows[0]) >= {"env_id", "agent", "seed", "return", "length", "parse_rate", "wall_s"}
+    assert run_bench(TINY, ["random", "optimal"], episodes=3, seed=10, output=tmp_path) == []
+    more = run_bench(TINY, ["random", "optimal"], episodes=4, seed=10, output=tmp_path)
+    assert sorted((r["env_id"], r["agent"], r["seed"]) for r in more) == sorted(
+        (e, a, 13) for e in TINY for a in ("random", "optimal")
+    )
+    stats = summarize(load_rows(tmp_path), TINY, ["random", "optimal"])
+    assert [(s.env_id, s.agent, s.episodes) for s in stats] == [
+        (e, a, 4) for e in TINY for a in ("random", "optimal")
+    ]
+
+
+def test_interrupted_run_resumes_where_it_stopped(tmp_path):
+    seen = []
+
+    def interrupt(row):
+        seen.append(row)
+        if len(seen) == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_bench(
+            ["Text-FrozenLake-v1"],
+            ["random"],
+            episodes=8,
+            output=tmp_path,
+            batch_size=4,
+            on_episode=interrupt,
+        )
+    assert len(load_rows(tmp_path)) == 5
+    resumed = run_bench(["Text-FrozenLake-v1"], ["random"], episodes=8, output=tmp_path)
+    assert len(resumed) == 3
+    assert sorted(r["seed"] for r in load_rows(tmp_path)) == list(range(8))
+
+
+def test_every_agent_sees_the_same_episodes(tmp_path):
+    rows = run_bench(["Text-CartPole-v1"], ["random", "optimal"], episodes=2, output=tmp_path)
+    by_agent = {
+        a: sorted(r["seed"] for r in rows if r["agent"] == a) for a in ("random", "optimal")
+    }
+    assert by_agent["random"] == by_agent["optimal"] == [0, 1]
+
+
+def test_normalized_score_and_ci():
+    rows = [
+        {
+            "env_id": "E",
+            "agent": a,
+            "seed": s,
+            "return": r + s % 2,
+            "length": 2,
+            "parse_rate": 0.5,
+            "wall_s": 0.5,
+        }
+        for a, r in [("random", -10.0), ("optimal", 10.0), ("sb3-ppo", 0.0)]
+        for s in range(10)
+    ]
+    stats = {s.agent: s for s in summarize(rows, ["E"], ["random", "optimal", "sb3-ppo"])}
+    assert stats["random"].normalized == 0.0 and stats["optimal"].normalized == 1.0
+    assert stats["sb3-ppo"].normalized == pytest.approx(0.5)
+    assert stats["sb3-ppo"].parse_rate == 0.5 and stats["sb3-ppo"].steps_per_s == 4.0
+    low, high = bootstrap_ci([r["return"] for r in rows if r["agent"] == "sb3-ppo"])
+    assert low <= stats["sb3-ppo"].mean <= high
+
+
+def test_cli_bench_writes_leaderboard_and_resumes(tmp_path):
+    args = [
+        "bench",
+        "--envs",
+        "Text-CliffWalking-v1",
+        "--agents",
+        "random,optimal",
+        "--episodes",
+        "2",
+        "--output",
+        str(tmp_path),
+    ]
+    result = CliRunner().invoke(_app(), args)
+    assert result.exit_code == 0, result.output
+    table = (tmp_path / "leaderboard.md").read_text()
+    assert "| Text-CliffWalking-v1 | optimal | 2 | -13.0 |" in table
+    assert (tmp_path / "leaderboard.png").stat().st_size > 0
+    lines = (tmp_path / "episodes.jsonl").read_text().splitlines()
+    assert len(lines) == 4 and json.loads(lines[0])["agent"] == "random"
+    assert CliRunner().invoke(_app(), args).exit_code == 0
+    assert len((tmp_path / "episodes.jsonl").read_text().splitlines()) == 4
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["bench", "--agents", "oracle"], "Unknown agent 'oracle'"),
+        (["bench", "--suite", "nope"], "Unknown suite 'nope'"),
+        (["bench", "--envs", "Text-Nope-v0"], "Unknown environment 'Text-Nope-v0'"),
+        (["baselines", "train", "CartPole-v1", "--algo", "sac"], "Unknown algorithm 'sac'"),
+    ],
+)
+def test_cli_user_errors(tmp_path, args, message):
+    result = CliRunner().invoke(
+        _app(), [*args, *(["--output", str(tmp_path)] if args[0] == "bench" else [])]
+    )
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_bench_modules_stay_light():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, llmgym.cli_bench, llmgym.bench.runner, llmgym.bench.report;"
+        "print(sorted(m for m in ('torch', 'stable_baselines3', 'matplotlib') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
