@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 import llmgym
-from llmgym import cli_eval
+from llmgym import cli_bench, cli_eval
 
 app = typer.Typer(
     help="Turn Gymnasium envs into language envs; evaluate and train LLM agents in them.",
@@ -121,6 +121,7 @@ def play(
 
 
 cli_eval.register(app)
+cli_bench.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import typer
 
-from llmgym.agents.baselines import AgentError, base_env_id
+from llmgym.agents.baselines import base_env_id
+from llmgym.agents.registry import AgentError
 
 
 def _fail(message: str) -> typer.Exit:

@@ -40,7 +40,7 @@ def eval_command(
 ) -> None:
     """Evaluate an agent: mean return with a 95% CI, parse rate, env-steps/s."""
     from llmgym.agents.evaluate import evaluate, format_result
-    from llmgym.agents.registry import UnknownAgentError
+    from llmgym.agents.registry import AgentError
 
     try:
         result = evaluate(
@@ -57,7 +57,7 @@ def eval_command(
             history=history,
             device=device,
         )
-    except UnknownAgentError as error:
+    except AgentError as error:
         raise _fail(str(error)) from None
     except ValueError as error:  # unknown env, mode, model (ModelNotFoundError), option values
         raise _fail(str(error).splitlines()[0]) from None

@@ -1,14 +1,14 @@
-"""Reference agents (random, optimal or heuristic, Stable-Baselines3) and ``make_agent``.
+"""Reference agents (random, optimal or heuristic, Stable-Baselines3) and ``make_baseline``.
 
 Every agent acts on the *base* observation (``act``) and also as a text agent: ``act_text``
 reads ``info["raw_obs"]`` from a ``Text-*`` env and writes a valid action string, so the
-experts can generate SFT demonstrations through the describer. ``act_batch`` is the common
-interface the benchmark runner uses for every agent, the LLM one included.
+experts can generate SFT demonstrations through the describer. ``act_batch`` is the
+``TextAgent`` interface the benchmark runner and ``llmgym eval`` use for every agent.
 
 Example:
     >>> import gymnasium as gym, llmgym
     >>> env = gym.make("Text-FrozenLake-v1")
-    >>> expert = make_agent("optimal", "Text-FrozenLake-v1")
+    >>> expert = make_baseline("optimal", "Text-FrozenLake-v1")
     >>> obs, info = env.reset(seed=0)
     >>> expert.act_text(obs, info)
     '{"action": "LEFT"}'
@@ -23,33 +23,20 @@ import copy
 import json
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 from llmgym.agents.planning import blackjack_solution, solve_tabular
+from llmgym.agents.registry import AgentError
 from llmgym.envs.registration import describer_for
 
 #: Step cap for envs registered without a time limit (CliffWalking), in training and benches.
 DEFAULT_MAX_STEPS = 200
-#: Agent names ``make_agent`` accepts (plus ``llm:NAME[@CHECKPOINT][,key=value...]``).
-AGENT_NAMES = ("random", "optimal", "sb3-ppo", "sb3-dqn", "sb3-a2c")
-
-
-class AgentError(ValueError):
-    """A user-facing error: unknown agent name, or an agent that cannot play an env."""
-
-
-class TextAgent(Protocol):
-    """What the benchmark runner needs: a name and batched text actions."""
-
-    name: str
-
-    def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
-        """One action string per (observation, info) pair, for ``env.step``."""
-        ...
+#: Names ``make_baseline`` accepts.
+BASELINE_NAMES = ("random", "optimal", "sb3-ppo", "sb3-dqn", "sb3-a2c")
 
 
 def base_env_id(env_id: str) -> str:
@@ -104,9 +91,13 @@ class BaselineAgent:
         actions = self.act_many([info["raw_obs"] for info in infos])
         return [format_action(a, self.names, self.start) for a in actions]
 
+    def reset(self, indices: Sequence[int] | None = None) -> None:
+        """Reference agents are memoryless."""
+
 
 class RandomAgent(BaselineAgent):
-    """Uniformly random actions from the action space, seeded.
+    """Uniformly random actions from the action space, seeded; in text envs whose valid
+    actions vary (TextWorld's admissible commands), a uniformly random valid action.
 
     Example:
         >>> agent = RandomAgent(gym.make("CartPole-v1"), seed=0)
@@ -120,10 +111,21 @@ class RandomAgent(BaselineAgent):
         super().__init__(env)
         self.action_space = copy.deepcopy(self.action_space)
         self.action_space.seed(seed)
+        self.rng = np.random.default_rng(seed)
 
     def act(self, raw_obs: Any) -> Any:
         action = self.action_space.sample()
         return int(action) if isinstance(self.action_space, spaces.Discrete) else action
+
+    def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
+        if self.names or not all(info.get("valid_actions") for info in infos):
+            return super().act_batch(observations, infos)
+        return [
+            json.dumps(
+                {"action": info["valid_actions"][self.rng.integers(len(info["valid_actions"]))]}
+            )
+            for info in infos
+        ]
 
 
 class PolicyAgent(BaselineAgent):
@@ -210,39 +212,6 @@ OPTIMAL: dict[str, Callable[[gym.Env], Callable[[Any], Any]]] = {
 }
 
 
-class LLMAgent:
-    """Adapter from ``llmgym.agents.policy.LLMPolicy`` (``act(observations, infos)`` returns
-    samples whose ``.text`` goes to ``env.step``) to the runner's ``act_batch``."""
-
-    def __init__(self, spec: str, seed: int = 0) -> None:
-        try:
-            from llmgym.agents.models import load_model
-            from llmgym.agents.policy import LLMPolicy
-        except ImportError as err:
-            raise AgentError(
-                f"LLM agents need llmgym's policy and the train extra ({err}); "
-                'install them with pip install "llmgym[train]".'
-            ) from err
-
-        self.name = f"llm:{spec}"
-        model_ref, *options = spec.split(",")
-        name, _, checkpoint = model_ref.partition("@")
-        kwargs: dict[str, Any] = dict(option.split("=", 1) for option in options)
-        self.policy = LLMPolicy(load_model(checkpoint or name), seed=seed, **kwargs)
-
-    def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
-        return [sample.text for sample in self.policy.act(list(observations), list(infos))]
-
-
-def check_agent_name(name: str) -> None:
-    """Raise ``AgentError`` unless ``name`` is a known agent name."""
-    if name not in AGENT_NAMES and not (name.startswith("llm:") and len(name) > 4):
-        raise AgentError(
-            f"Unknown agent {name!r}: use one of {', '.join(AGENT_NAMES)}, "
-            "or llm:NAME[@CHECKPOINT]."
-        )
-
-
 def make_eval_env(env_id: str, **kwargs: Any) -> gym.Env:
     """``gym.make(env_id)`` with a ``DEFAULT_MAX_STEPS`` cap where the registry has no time
     limit, so that no agent can loop forever (CliffWalking)."""
@@ -251,27 +220,29 @@ def make_eval_env(env_id: str, **kwargs: Any) -> gym.Env:
     return gym.make(env_id, **kwargs)
 
 
-def make_agent(name: str, env_id: str, seed: int = 0, **env_kwargs: Any) -> TextAgent:
-    """An agent by name for ``env_id`` (a ``Text-*`` id or its base id).
+def make_baseline(name: str, env_id: str, seed: int = 0, **env_kwargs: Any) -> BaselineAgent:
+    """A reference agent by name for ``env_id`` (a ``Text-*`` id or its base id; a
+    language-native id is its own base). The LLM agents and the registry of all agent names
+    live in ``llmgym.agents.registry.make_agent``.
 
     Names: ``random`` (seeded), ``optimal`` (exact or heuristic, see ``OPTIMAL``),
     ``sb3-ppo``/``sb3-dqn``/``sb3-a2c`` (trained on the base env and cached, see
-    ``llmgym.agents.sb3``), ``llm:NAME[@CHECKPOINT][,key=value...]`` (the LLM policy; options
-    go to ``LLMPolicy``). ``seed`` seeds the random agent and the LLM's sampling; SB3 agents
-    are the models trained with seed 0. ``env_kwargs`` go to ``gym.make`` of the base env.
+    ``llmgym.agents.sb3``). ``seed`` seeds the random agent; SB3 agents are the models trained
+    with seed 0. ``env_kwargs`` go to ``gym.make`` of the base env.
 
     Example:
-        >>> make_agent("random", "Text-CartPole-v1", seed=1).name
+        >>> make_baseline("random", "Text-CartPole-v1", seed=1).name
         'random'
-        >>> make_agent("oracle", "CartPole-v1")  # doctest: +ELLIPSIS
+        >>> make_baseline("oracle", "CartPole-v1")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        llmgym.agents.baselines.AgentError: Unknown agent 'oracle': use one of random, ...
+        llmgym.agents.registry.AgentError: Unknown baseline 'oracle': use one of random, ...
     """
-    check_agent_name(name)
-    if name.startswith("llm:"):
-        return LLMAgent(name.removeprefix("llm:"), seed=seed)
+    if name not in BASELINE_NAMES:
+        raise AgentError(f"Unknown baseline {name!r}: use one of {', '.join(BASELINE_NAMES)}.")
     base_id = base_env_id(env_id)
+    if base_id not in gym.registry and env_id in gym.registry:
+        base_id = env_id  # language-native: the text env is the base env
     if base_id not in gym.registry:
         raise AgentError(f"Unknown environment {env_id!r}: run `llmgym envs` to list them.")
     if name.startswith("sb3-"):

@@ -90,7 +90,7 @@ def evaluate(
     with bar:
         while slots:
             active = sorted(slots)
-            answers = agent.act([slots[i][1] for i in active], [slots[i][2] for i in active])
+            answers = agent.act_batch([slots[i][1] for i in active], [slots[i][2] for i in active])
             for i, answer in zip(active, answers):
                 episode = slots[i][0]
                 obs, reward, terminated, truncated, info = envs[i].step(answer)

@@ -1,37 +1,37 @@
 """Agent names for ``llmgym eval`` (and benchmarks): ``make_agent("llm:smollm2-135m", env_id)``.
 
-A name is ``kind`` or ``kind:argument``. Built in: ``random`` and ``llm[:MODEL]`` (MODEL is
-anything ``load_model`` takes; default ``smollm2-135m``). Add a kind with ``register_agent``:
-a factory ``(argument, env_id, **options) -> TextAgent``, where a TextAgent answers a batch
-of text observations with a batch of answer strings:
+A name is ``kind`` or ``kind:argument``. Built in: ``random`` (seeded), ``optimal`` (exact or
+heuristic, see ``llmgym.agents.baselines``), ``sb3-ppo``/``sb3-dqn``/``sb3-a2c`` (trained on the
+base env and cached) and ``llm[:MODEL[@CHECKPOINT]]`` (MODEL is anything ``load_model`` takes,
+default ``smollm2-135m``; CHECKPOINT a ``llmgym train`` checkpoint directory holding a LoRA
+adapter). Add a kind with ``register_agent``: a factory ``(argument, env_id, **options) ->
+TextAgent``, where a TextAgent answers a batch of text observations with a batch of answers:
 
 Example:
     >>> class AlwaysFirst:
-    ...     def act(self, observations, infos):
+    ...     name = "first"
+    ...     def act_batch(self, observations, infos):
     ...         return ['{"action": "%s"}' % info["valid_actions"][0] for info in infos]
     ...     def reset(self, indices=None):
     ...         pass
     >>> register_agent("first", lambda argument, env_id, **options: AlwaysFirst())
-    >>> make_agent("first", "Text-CartPole-v1").act(["obs"], [{"valid_actions": ["LEFT"]}])
+    >>> make_agent("first", "Text-CartPole-v1").act_batch(["obs"], [{"valid_actions": ["LEFT"]}])
     ['{"action": "LEFT"}']
     >>> del AGENTS["first"]
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-import gymnasium as gym
-import numpy as np
-from gymnasium import spaces
-
 
 class TextAgent(Protocol):
-    """What ``evaluate`` needs from an agent."""
+    """What ``evaluate`` and the bench runner need from an agent."""
 
-    def act(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
+    name: str
+
+    def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
         """One answer string per env."""
         ...
 
@@ -40,8 +40,8 @@ class TextAgent(Protocol):
         ...
 
 
-class UnknownAgentError(ValueError):
-    """An agent name whose kind is not registered."""
+class AgentError(ValueError):
+    """A user-facing error: an unknown agent name, or an agent that cannot play an env."""
 
 
 AgentFactory = Callable[..., TextAgent]
@@ -53,63 +53,42 @@ def register_agent(kind: str, factory: AgentFactory) -> None:
     AGENTS[kind] = factory
 
 
+def check_agent_name(name: str) -> None:
+    """Raise ``AgentError`` unless ``name``'s kind is registered (loads nothing)."""
+    if name.partition(":")[0] not in AGENTS:
+        raise AgentError(
+            f"Unknown agent {name!r}; use one of {', '.join(f'{k}[:ARG]' for k in AGENTS)}."
+        )
+
+
 def make_agent(name: str, env_id: str, **options: Any) -> TextAgent:
     """The agent a name stands for; ``options`` (mode, seed, device, temperature, greedy...)
     go to its factory, which ignores those it has no use for."""
+    check_agent_name(name)
     kind, _, argument = name.partition(":")
-    if kind not in AGENTS:
-        raise UnknownAgentError(
-            f"Unknown agent {name!r}; use one of {', '.join(f'{k}[:ARG]' for k in AGENTS)}."
-        )
     return AGENTS[kind](argument, env_id, **options)
-
-
-class RandomAgent:
-    """Uniformly random valid actions, written as the JSON answer the envs ask for.
-
-    Example:
-        >>> agent = RandomAgent(gym.make("Text-Blackjack-v1"), seed=0)
-        >>> agent.act(["obs"], [{"valid_actions": ["stick", "hit"]}])
-        ['{"action": "hit"}']
-    """
-
-    def __init__(self, env: gym.Env, seed: int = 0) -> None:
-        self.space = env.unwrapped.action_space
-        self.rng = np.random.default_rng(seed)
-        self.space.seed(seed)
-
-    def act(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
-        answers = []
-        for info in infos:
-            names = info.get("valid_actions")
-            if names:
-                action: Any = names[int(self.rng.integers(len(names)))]
-            elif isinstance(self.space, spaces.Discrete):
-                action = int(self.space.start) + int(self.rng.integers(int(self.space.n)))
-            else:
-                action = np.asarray(self.space.sample()).tolist()
-            answers.append(json.dumps({"action": action}))
-        return answers
-
-    def reset(self, indices: Sequence[int] | None = None) -> None:
-        """Random actions need no memory."""
 
 
 class LLMAgent:
     """An LLMPolicy as a TextAgent (``self.policy`` exposes it, with its token counts)."""
 
-    def __init__(self, policy: Any) -> None:
-        self.policy = policy
+    def __init__(self, policy: Any, name: str = "llm") -> None:
+        self.policy, self.name = policy, name
 
-    def act(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
+    def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
         return [sample.text for sample in self.policy.act(observations, infos)]
 
     def reset(self, indices: Sequence[int] | None = None) -> None:
         self.policy.reset(indices)
 
 
-def _random(argument: str, env_id: str, *, seed: int = 0, **_: Any) -> RandomAgent:
-    return RandomAgent(gym.make(env_id), seed=seed)
+def _baseline(kind: str) -> AgentFactory:
+    def factory(argument: str, env_id: str, *, seed: int = 0, **_: Any) -> TextAgent:
+        from llmgym.agents.baselines import make_baseline
+
+        return make_baseline(kind, env_id, seed=seed)
+
+    return factory
 
 
 def _llm(
@@ -128,19 +107,38 @@ def _llm(
     policy_config = PolicyConfig(
         mode=mode, seed=seed, **{k: v for k, v in config.items() if k in known and v is not None}
     )
-    model, tokenizer = load_model(argument or DEFAULT_MODEL, device=device)
-    return LLMAgent(LLMPolicy(model, tokenizer, policy_config))
+    model_name, _, checkpoint = (argument or DEFAULT_MODEL).partition("@")
+    model, tokenizer = load_model(model_name, device=device)
+    if checkpoint:
+        model = load_adapter(model, checkpoint)
+    return LLMAgent(LLMPolicy(model, tokenizer, policy_config), name=f"llm:{argument}")
 
 
-register_agent("random", _random)
+def load_adapter(model: Any, checkpoint: str) -> Any:
+    """``model`` with the LoRA adapter saved in ``checkpoint`` (a ``llmgym train`` checkpoint
+    or any directory holding a peft adapter) applied, for inference."""
+    from pathlib import Path
+
+    from peft import PeftModel
+
+    path = Path(checkpoint)
+    adapter = next((p.parent for p in path.rglob("adapter_config.json")), None)
+    if adapter is None:
+        raise AgentError(f"No LoRA adapter (adapter_config.json) found under {checkpoint!r}.")
+    return PeftModel.from_pretrained(model, adapter).eval()
+
+
+for _kind in ("random", "optimal", "sb3-ppo", "sb3-dqn", "sb3-a2c"):
+    register_agent(_kind, _baseline(_kind))
 register_agent("llm", _llm)
 
 __all__ = [
     "AGENTS",
+    "AgentError",
     "LLMAgent",
-    "RandomAgent",
     "TextAgent",
-    "UnknownAgentError",
+    "check_agent_name",
+    "load_adapter",
     "make_agent",
     "register_agent",
 ]

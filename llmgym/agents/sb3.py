@@ -29,7 +29,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from llmgym.agents.baselines import AgentError, BaselineAgent, make_eval_env
+from llmgym.agents.baselines import BaselineAgent, make_eval_env
+from llmgym.agents.registry import AgentError
 
 ALGOS = ("ppo", "dqn", "a2c")
 

@@ -24,13 +24,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from llmgym.agents.baselines import (
-    AgentError,
-    TextAgent,
-    check_agent_name,
-    make_agent,
-    make_eval_env,
-)
+from llmgym.agents.baselines import make_eval_env
+from llmgym.agents.registry import AgentError, TextAgent, check_agent_name, make_agent
 from llmgym.bench.suites import episodes_for
 
 EPISODES_FILE = "episodes.jsonl"

@@ -9,6 +9,8 @@ Example:
 
 from __future__ import annotations
 
+from llmgym.envs.language import LANGUAGE_SUITE
+
 #: Suite name -> text env ids, in leaderboard order. ``all`` is every suite, deduplicated.
 SUITES: dict[str, list[str]] = {
     "classic": [
@@ -23,8 +25,7 @@ SUITES: dict[str, list[str]] = {
         "Text-Taxi-v4",
         "Text-CliffWalking-v1",
     ],
-    # Language-native envs (TextWorld, reasoning, BabyAI-Text) add their ids here.
-    "language": [],
+    "language": list(LANGUAGE_SUITE),
 }
 
 #: Episodes per env when ``--episodes`` is not given: enough to separate the reference agents

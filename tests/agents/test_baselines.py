@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
+import json
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
 import llmgym  # noqa: F401  (registers Text-* ids)
-from llmgym.agents.baselines import AgentError, format_action, make_agent
+from llmgym.agents.baselines import format_action, make_baseline
 from llmgym.agents.planning import blackjack_solution, evaluate_tabular, solve_tabular
+from llmgym.agents.registry import AgentError
 from llmgym.bench.suites import SUITES
 
 
@@ -33,7 +34,7 @@ def test_blackjack_dp_matches_known_values():
 
 
 def test_blackjack_optimal_agent_reaches_dp_value():
-    returns = _monte_carlo("Blackjack-v1", make_agent("optimal", "Blackjack-v1"), 20_000)
+    returns = _monte_carlo("Blackjack-v1", make_baseline("optimal", "Blackjack-v1"), 20_000)
     standard_error = returns.std() / np.sqrt(len(returns))
     assert abs(returns.mean() - blackjack_solution().start_value) < 4 * standard_error
 
@@ -43,7 +44,7 @@ def test_frozen_lake_optimal_value_and_agent():
     _, exact = solve_tabular(lake.P, lake.initial_state_distrib, horizon=100)
     # 0.744 is the time-aware optimum; the best stationary policy gets 0.7402.
     assert exact == pytest.approx(0.744, abs=0.005)
-    returns = _monte_carlo("FrozenLake-v1", make_agent("optimal", "FrozenLake-v1"), 3_000)
+    returns = _monte_carlo("FrozenLake-v1", make_baseline("optimal", "FrozenLake-v1"), 3_000)
     assert abs(returns.mean() - exact) < 4 * returns.std() / np.sqrt(len(returns))
 
 
@@ -64,7 +65,7 @@ def test_taxi_optimal_is_near_the_published_optimum():
 
 def test_cartpole_controller_balances_through_the_text_env():
     env = gym.make("Text-CartPole-v1")
-    agent = make_agent("optimal", "Text-CartPole-v1")
+    agent = make_baseline("optimal", "Text-CartPole-v1")
     for seed in range(3):
         obs, info = env.reset(seed=seed)
         total, done = 0.0, False
@@ -80,7 +81,7 @@ def test_cartpole_controller_balances_through_the_text_env():
 @pytest.mark.parametrize("name", ["random", "optimal"])
 def test_text_actions_parse_in_every_classic_env(env_id, name):
     env = gym.make(env_id)
-    agent = make_agent(name, env_id, seed=0)
+    agent = make_baseline(name, env_id, seed=0)
     obs, info = env.reset(seed=0)
     for _ in range(3):
         obs, _, terminated, truncated, info = env.step(agent.act_text(obs, info))
@@ -90,13 +91,13 @@ def test_text_actions_parse_in_every_classic_env(env_id, name):
 
 
 def test_random_agent_is_seeded():
-    a, b = make_agent("random", "Taxi-v4", seed=3), make_agent("random", "Taxi-v4", seed=3)
+    a, b = make_baseline("random", "Taxi-v4", seed=3), make_baseline("random", "Taxi-v4", seed=3)
     assert [a.act(0) for _ in range(20)] == [b.act(0) for _ in range(20)]
 
 
 def test_batched_and_single_actions_agree():
     env = gym.make("Text-Blackjack-v1")
-    agent = make_agent("optimal", "Text-Blackjack-v1")
+    agent = make_baseline("optimal", "Text-Blackjack-v1")
     starts = [env.reset(seed=s) for s in range(10)]
     batch = agent.act_batch([o for o, _ in starts], [i for _, i in starts])
     assert batch == [agent.act_text(o, i) for o, i in starts]
@@ -109,20 +110,18 @@ def test_format_action_round_trips_continuous_actions():
 @pytest.mark.parametrize(
     ("name", "env_id", "message"),
     [
-        ("oracle", "CartPole-v1", "Unknown agent 'oracle'"),
+        ("oracle", "CartPole-v1", "Unknown baseline 'oracle'"),
         ("random", "NoSuchEnv-v0", "Unknown environment"),
         ("sb3-dqn", "Pendulum-v1", "DQN needs discrete actions"),
     ],
 )
 def test_user_errors_are_one_sentence(name, env_id, message):
     with pytest.raises(AgentError, match=message):
-        make_agent(name, env_id)
+        make_baseline(name, env_id)
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("llmgym.agents.policy") is not None,
-    reason="the LLM policy is installed; its own tests cover llm: agents",
-)
-def test_llm_agent_without_policy_module_is_a_clear_error():
-    with pytest.raises(AgentError, match="LLM agents need"):
-        make_agent("llm:smollm2-135m", "Text-CartPole-v1")
+def test_random_agent_picks_among_varying_valid_actions():
+    agent = make_baseline("random", "Text-Arithmetic-v0", seed=0)
+    infos = [{"valid_actions": ["go west", "look", "eat apple"], "raw_obs": ""}] * 30
+    answers = {json.loads(a)["action"] for a in agent.act_batch([""] * 30, infos)}
+    assert answers == {"go west", "look", "eat apple"}

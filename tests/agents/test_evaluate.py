@@ -9,7 +9,7 @@ import typer
 from typer.testing import CliRunner
 
 from llmgym.agents.evaluate import evaluate
-from llmgym.agents.registry import LLMAgent, UnknownAgentError, make_agent
+from llmgym.agents.registry import AgentError, LLMAgent, make_agent
 from llmgym.cli_eval import register
 
 
@@ -34,7 +34,7 @@ def test_random_agent_json(tmp_path):
 
 def test_episode_seeds_do_not_depend_on_num_envs():
     class First:
-        def act(self, observations, infos):
+        def act_batch(self, observations, infos):
             return ['{"action": "stick"}' for _ in infos]
 
         def reset(self, indices=None):
@@ -55,8 +55,13 @@ def test_llm_agent_with_the_tiny_model(tiny):
 
 
 def test_unknown_agent_kind():
-    with pytest.raises(UnknownAgentError, match="Unknown agent 'sb3"):
-        make_agent("sb3-ppo", "Text-CartPole-v1")
+    with pytest.raises(AgentError, match="Unknown agent 'sb3-sac'"):
+        make_agent("sb3-sac", "Text-CartPole-v1")
+
+
+def test_baselines_share_the_registry():
+    result = evaluate("Text-CliffWalking-v1", "optimal", episodes=2, progress=False)
+    assert result["returns"] == [-13.0, -13.0]
 
 
 def test_cli_runs_and_writes_json(app, tmp_path):
@@ -89,7 +94,7 @@ def test_history_comes_from_the_envs():
     seen = []
 
     class Recorder:
-        def act(self, observations, infos):
+        def act_batch(self, observations, infos):
             seen.extend(len(info["messages"]) for info in infos)
             return ['{"action": "LEFT"}' for _ in infos]
 

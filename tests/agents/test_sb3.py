@@ -10,7 +10,7 @@ import llmgym  # noqa: F401
 pytest.importorskip("stable_baselines3")
 
 from llmgym.agents import sb3  # noqa: E402
-from llmgym.agents.baselines import make_agent  # noqa: E402
+from llmgym.agents.baselines import make_baseline  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -32,7 +32,7 @@ def test_train_caches_and_reuses(cache):
 def test_flattened_tuple_observations_play_the_text_env(monkeypatch):
     tiny = sb3.SB3Config(300, "test", hyperparams=dict(learning_starts=100))
     monkeypatch.setitem(sb3.HYPERPARAMS, ("Blackjack-v1", "dqn"), tiny)
-    agent = make_agent("sb3-dqn", "Text-Blackjack-v1")  # trains (300 steps), then loads
+    agent = make_baseline("sb3-dqn", "Text-Blackjack-v1")  # trains (300 steps), then loads
     env = gym.make("Text-Blackjack-v1")
     obs, info = env.reset(seed=0)
     _, _, _, _, info = env.step(agent.act_text(obs, info))
@@ -43,7 +43,7 @@ def test_flattened_tuple_observations_play_the_text_env(monkeypatch):
 def test_discrete_observations_batch(monkeypatch):
     tiny = sb3.SB3Config(256, "test", n_envs=2, hyperparams=dict(n_steps=64))
     monkeypatch.setitem(sb3.HYPERPARAMS, ("FrozenLake-v1", "a2c"), tiny)
-    agent = make_agent("sb3-a2c", "FrozenLake-v1")
+    agent = make_baseline("sb3-a2c", "FrozenLake-v1")
     actions = agent.act_many([0, 1, 2])
     assert len(actions) == 3 and all(isinstance(a, int) for a in actions)
 
