@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -100,18 +101,38 @@ def _llm(
     device: str = "auto",
     **config: Any,
 ) -> LLMAgent:
+    """``llm:MODEL[@CHECKPOINT][,key=value...]``: the options after commas override ``config``
+    (``llm:smollm2-135m,mode=generate,temperature=0.7``)."""
     from llmgym.agents.models import DEFAULT_MODEL, load_model
     from llmgym.agents.policy import LLMPolicy, PolicyConfig
 
+    model_ref, *pairs = (argument or DEFAULT_MODEL).split(",")
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise AgentError(f"Agent option {pair!r} must look like key=value.")
+        config[key] = _option_value(value)
+    mode = config.pop("mode", mode)
     known = PolicyConfig.__dataclass_fields__
+    unknown = [k for k in config if k not in known and config[k] is not None]
+    if pairs and unknown:
+        raise AgentError(f"Unknown LLM option {unknown[0]!r}; use PolicyConfig's fields.")
     policy_config = PolicyConfig(
         mode=mode, seed=seed, **{k: v for k, v in config.items() if k in known and v is not None}
     )
-    model_name, _, checkpoint = (argument or DEFAULT_MODEL).partition("@")
-    model, tokenizer = load_model(model_name, device=device)
+    model_name, _, checkpoint = model_ref.partition("@")
+    model, tokenizer = load_model(model_name or DEFAULT_MODEL, device=device)
     if checkpoint:
         model = load_adapter(model, checkpoint)
     return LLMAgent(LLMPolicy(model, tokenizer, policy_config), name=f"llm:{argument}")
+
+
+def _option_value(text: str) -> Any:
+    """``"0.7"`` -> 0.7, ``"true"`` -> True, other text stays text (JSON, never eval)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def load_adapter(model: Any, checkpoint: str) -> Any:

@@ -103,3 +103,15 @@ def test_history_comes_from_the_envs():
 
     evaluate("Text-CartPole-v1", Recorder(), episodes=3, num_envs=2, history=2, progress=False)
     assert seen[:2] == [2, 2] and max(seen) == 6  # system + 2 turns + observation
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("llm:smollm2-135m,bogus=1", "Unknown LLM option 'bogus'"),
+        ("llm:smollm2-135m,greedy", "must look like key=value"),
+    ],
+)
+def test_llm_agent_options_are_checked_before_loading(name, message):
+    with pytest.raises(AgentError, match=message):
+        make_agent(name, "Text-Blackjack-v1")
