@@ -16,7 +16,7 @@ from pathlib import Path
 import typer
 
 from llmgym.agents.baselines import base_env_id
-from llmgym.agents.registry import AgentError
+from llmgym.agents.registry import AgentError, split_agent_names
 
 
 def _fail(message: str) -> typer.Exit:
@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
         agents: str = typer.Option(
             "random,optimal",
             help="Comma-separated: random, optimal, sb3-ppo, sb3-dqn, "
-            "sb3-a2c, llm:NAME[@CHECKPOINT].",
+            "sb3-a2c, llm:NAME[@CHECKPOINT][,key=value...].",
         ),
         episodes: int | None = typer.Option(None, help="Episodes per env (default: per env)."),
         seed: int = typer.Option(0, help="Episode i of every cell uses reset(seed=SEED + i)."),
@@ -88,7 +88,7 @@ def register(app: typer.Typer) -> None:
         from llmgym.bench.runner import load_rows, pending_seeds, run_bench
         from llmgym.bench.suites import suite_envs
 
-        names = [a.strip() for a in agents.split(",") if a.strip()]
+        names = split_agent_names(agents)
         try:
             env_ids = [e.strip() for e in envs.split(",")] if envs else suite_envs(suite)
         except ValueError as err:

@@ -62,6 +62,23 @@ def check_agent_name(name: str) -> None:
         )
 
 
+def split_agent_names(text: str) -> list[str]:
+    """Agent names from a comma-separated list, where ``key=value`` items belong to the LLM
+    name before them.
+
+    Example:
+        >>> split_agent_names("random, llm:smollm2-135m,mode=generate,temperature=0.5,optimal")
+        ['random', 'llm:smollm2-135m,mode=generate,temperature=0.5', 'optimal']
+    """
+    names: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if part and "=" in part and names:
+            names[-1] += f",{part}"
+        elif part:
+            names.append(part)
+    return names
+
+
 def make_agent(name: str, env_id: str, **options: Any) -> TextAgent:
     """The agent a name stands for; ``options`` (mode, seed, device, temperature, greedy...)
     go to its factory, which ignores those it has no use for."""
@@ -161,5 +178,6 @@ __all__ = [
     "check_agent_name",
     "load_adapter",
     "make_agent",
+    "split_agent_names",
     "register_agent",
 ]
