@@ -117,6 +117,11 @@ def play(
         env.close()
 
 
+from llmgym.cli_train import register as _register_train  # noqa: E402
+
+_register_train(app)  # train, plot
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     app(args=argv if argv is not None else sys.argv[1:], prog_name="llmgym")

@@ -152,6 +152,35 @@ def expert_for(env: gym.Env) -> Callable[[Any], int]:
     )
 
 
+def reference_returns(
+    env_id: str,
+    env_kwargs: dict[str, Any] | None,
+    seeds: Sequence[int],
+    agent: str = "expert",
+) -> dict[str, float]:
+    """Mean return and 95 % CI of the ``expert`` or a uniformly ``random`` agent, played
+    through the text env on ``seeds`` (the same seeds an LLM policy is evaluated on)."""
+    from llmgym.agents.trainers.base import mean_ci95
+
+    env = gym.make(env_id, **(env_kwargs or {}))
+    expert = expert_for(env) if agent == "expert" else None
+    rng = np.random.default_rng(12345)
+    returns = []
+    for seed in seeds:
+        obs, info = env.reset(seed=int(seed))
+        total, done = 0.0, False
+        while not done:
+            valid = list(info.get("valid_actions") or [])
+            k = int(expert(info["raw_obs"])) if expert else int(rng.integers(len(valid)))
+            obs, reward, terminated, truncated, info = env.step(json.dumps({"action": valid[k]}))
+            total += float(reward)
+            done = terminated or truncated
+        returns.append(total)
+    env.close()
+    mean, ci = mean_ci95(returns)
+    return {"mean_return": mean, "ci95": ci, "episodes": len(returns)}
+
+
 # --------------------------------------------------------------------------------------------
 # Demos
 
@@ -376,6 +405,7 @@ __all__ = [
     "expert_for",
     "generate_demos",
     "load_demos",
+    "reference_returns",
     "save_demos",
     "sft_train",
     "tabular_optimal",
