@@ -11,10 +11,22 @@ Example:
     ['LEFT', 'RIGHT']
 """
 
+from typing import Any
+
 from llmgym.envs.registration import register_envs, text_env_ids, wrap
 
 __version__ = "0.1.0"
 
 register_envs()
 
-__all__ = ["__version__", "text_env_ids", "wrap"]
+
+def __getattr__(name: str) -> Any:
+    """``llmgym.Agent`` is imported on first use: ``import llmgym`` stays free of torch."""
+    if name == "Agent":
+        from llmgym.agents.agent import Agent
+
+        return Agent
+    raise AttributeError(f"module 'llmgym' has no attribute {name!r}")
+
+
+__all__ = ["Agent", "__version__", "text_env_ids", "wrap"]

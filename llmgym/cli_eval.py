@@ -1,0 +1,74 @@
+"""The ``llmgym eval`` command; ``register(app)`` adds it to the main typer app.
+
+Example:
+    >>> import typer
+    >>> from typer.testing import CliRunner
+    >>> app = typer.Typer()
+    >>> register(app)
+    >>> result = CliRunner().invoke(app, ["Text-Blackjack-v1", "--agent", "random",
+    ...     "--episodes", "5", "--no-progress"])
+    >>> result.exit_code, "mean return" in result.output
+    (0, True)
+"""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+
+
+def _fail(message: str) -> typer.Exit:
+    Console(stderr=True, highlight=False).print(f"[bold red]Error:[/] {message}")
+    return typer.Exit(2)
+
+
+def eval_command(
+    env_id: str = typer.Argument(..., help="A text env id, e.g. Text-Blackjack-v1."),
+    agent: str = typer.Option(
+        "llm:smollm2-135m", help="random, or llm:MODEL (a short name, Hub id or directory)."
+    ),
+    mode: str = typer.Option("score", help="LLM acting mode: score or generate."),
+    episodes: int = typer.Option(20, min=1, help="Episodes to run (episode j has seed S+j)."),
+    num_envs: int = typer.Option(8, min=1, help="Envs acted for in one batched call."),
+    seed: int = typer.Option(0, help="Seed of the first episode and of the agent's sampling."),
+    output: str | None = typer.Option(None, help="Write the result as JSON to this file."),
+    temperature: float | None = typer.Option(None, help="LLM sampling temperature."),
+    greedy: bool = typer.Option(False, help="LLM takes the most likely action."),
+    history: int | None = typer.Option(None, help="LLM: past turns kept in the prompt."),
+    device: str = typer.Option("auto", help="auto, cpu, cuda or mps."),
+    progress: bool = typer.Option(True, help="Show a progress bar."),
+) -> None:
+    """Evaluate an agent: mean return with a 95% CI, parse rate, env-steps/s."""
+    from llmgym.agents.evaluate import evaluate, format_result
+    from llmgym.agents.registry import UnknownAgentError
+
+    try:
+        result = evaluate(
+            env_id,
+            agent,
+            mode,
+            episodes,
+            num_envs,
+            seed,
+            output,
+            progress=progress,
+            temperature=temperature,
+            greedy=greedy or None,
+            history=history,
+            device=device,
+        )
+    except UnknownAgentError as error:
+        raise _fail(str(error)) from None
+    except ValueError as error:  # unknown env, mode, model (ModelNotFoundError), option values
+        raise _fail(str(error).splitlines()[0]) from None
+    Console(highlight=False).print(format_result(result))
+    if output is not None:
+        Console(highlight=False).print(f"wrote {output}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``eval`` to ``app``."""
+    app.command("eval")(eval_command)
+
+
+__all__ = ["eval_command", "register"]

@@ -1,0 +1,85 @@
+"""``evaluate``, ``make_agent`` and the ``llmgym eval`` command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from llmgym.agents.evaluate import evaluate
+from llmgym.agents.registry import LLMAgent, UnknownAgentError, make_agent
+from llmgym.cli_eval import register
+
+
+@pytest.fixture
+def app():
+    app = typer.Typer()
+    register(app)
+    app.command("noop")(lambda: None)  # with two commands typer keeps "eval" as a subcommand
+    return app
+
+
+def test_random_agent_json(tmp_path):
+    out = tmp_path / "r.json"
+    result = evaluate(
+        "Text-FrozenLake-v1", "random", episodes=30, num_envs=7, output=out, progress=False
+    )
+    saved = json.loads(out.read_text())
+    for key in ("env_id", "agent", "episodes", "mean_return", "ci95", "parse_rate"):
+        assert saved[key] == result[key]
+    assert saved["episodes"] == len(saved["returns"]) == 30 and saved["env_steps_per_s"] > 0
+
+
+def test_episode_seeds_do_not_depend_on_num_envs():
+    class First:
+        def act(self, observations, infos):
+            return ['{"action": "stick"}' for _ in infos]
+
+        def reset(self, indices=None):
+            pass
+
+    one = evaluate("Text-Blackjack-v1", First(), episodes=12, num_envs=1, progress=False)
+    many = evaluate("Text-Blackjack-v1", First(), episodes=12, num_envs=5, progress=False)
+    assert one["returns"] == many["returns"] and len(one["returns"]) == 12
+
+
+def test_llm_agent_with_the_tiny_model(tiny):
+    from llmgym.agents.policy import LLMPolicy, PolicyConfig
+
+    model, tokenizer = tiny
+    agent = LLMAgent(LLMPolicy(model, tokenizer, PolicyConfig(mode="score")))
+    result = evaluate("Text-CartPole-v1", agent, episodes=3, num_envs=3, progress=False)
+    assert result["parse_rate"] == 1.0 and result["mean_return"] >= 8
+
+
+def test_unknown_agent_kind():
+    with pytest.raises(UnknownAgentError, match="Unknown agent 'sb3"):
+        make_agent("sb3-ppo", "Text-CartPole-v1")
+
+
+def test_cli_runs_and_writes_json(app, tmp_path):
+    out = tmp_path / "e.json"
+    args = ["eval", "Text-Blackjack-v1", "--agent", "random", "--episodes", "6"]
+    result = CliRunner().invoke(
+        app, [*args, "--num-envs", "3", "--output", str(out), "--no-progress"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "mean return" in result.output and "parse rate 100.0%" in result.output
+    assert json.loads(out.read_text())["episodes"] == 6
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["Text-Nope-v0", "--agent", "random"], "Unknown environment"),
+        (["Text-Blackjack-v1", "--agent", "oracle"], "Unknown agent"),
+        (["Text-Blackjack-v1", "--agent", "random", "--mode", "think"], "Unknown mode"),
+        (["Text-Blackjack-v1", "--agent", "llm:/no/such/model/dir"], "No model directory"),
+    ],
+)
+def test_cli_errors_are_one_sentence(app, args, message):
+    result = CliRunner().invoke(app, ["eval", *args, "--no-progress"])
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
