@@ -1,4 +1,4 @@
-"""A one-step text bandit for trainer tests: answer "b" to earn 1, "a" earns 0."""
+"""A one-step text bandit for trainer tests: the ``good`` answer earns 1, the other 0."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ CHARSET = frozenset(chr(i) for i in range(32, 127)) | {"\n"}
 
 
 class TextBandit(gym.Env):
-    """Each episode is one turn: observation "Pick.", valid actions a and b; b pays 1."""
+    """Each episode is one turn: observation "Pick.", valid actions a and b; ``good`` pays 1."""
 
     def __init__(self, good: str = "b"):
         self.observation_space = spaces.Text(64, charset=CHARSET)
@@ -25,7 +25,8 @@ class TextBandit(gym.Env):
 
     def step(self, action: str):
         choice = "b" if '"b"' in action else ("a" if '"a"' in action else None)
-        reward = float(choice == self.good)
+        # good="parity": a reward that varies with any text (for generate-mode plumbing tests)
+        reward = float(len(action) % 2) if self.good == "parity" else float(choice == self.good)
         parse = {"ok": choice is not None, "method": "json", "action": 1 if choice == "b" else 0, "error": None}
         return "Done.", reward, True, False, self._info() | {"parse": parse}
 

@@ -72,8 +72,11 @@ def test_parameters_change_after_an_update(algo, tmp_path):
     trainer = make_trainer(algo, total_episodes=16, output_dir=str(tmp_path), **FAST, **_extra(algo))
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
     frozen = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if not p.requires_grad}
-    trainer.run_iteration()
     after = dict(trainer.model.named_parameters())
+    for _ in range(5):  # a batch whose returns are all equal carries no gradient: try again
+        trainer.run_iteration()
+        if any(not torch.equal(before[n], after[n]) for n in before):
+            break
     assert any(not torch.equal(before[n], after[n]) for n in before)
     assert all(torch.equal(frozen[n], after[n]) for n in frozen)  # LoRA: base weights frozen
 
@@ -99,11 +102,12 @@ def test_resume_gives_the_same_next_update(algo, tmp_path):
     half.train()  # ends with a checkpoint after one update
     resumed = make_trainer(algo, total_episodes=32, output_dir=str(tmp_path / "half"), **cfg)
     resumed.train(resume=True)
-    key = "losses/total"
-    want = [r[key] for r in _rows(tmp_path / "full") if r.get(key)]
-    got = [r[key] for r in _rows(tmp_path / "half") if r.get(key)]
-    assert len(want) == 2 and len(got) == 2
-    assert float(got[1]) == pytest.approx(float(want[1]), abs=1e-5)
+    want = next(r for r in _rows(tmp_path / "full") if r.get("iteration") == "2" and r.get("episodes"))
+    got = next(r for r in _rows(tmp_path / "half") if r.get("iteration") == "2" and r.get("episodes"))
+    keys = [k for k in want if k.startswith(("losses/", "grpo/", "charts/")) and want[k]]
+    assert keys
+    for k in keys:
+        assert float(got[k]) == pytest.approx(float(want[k]), abs=1e-5), k
     for name, p in full.model.named_parameters():
         if p.requires_grad:
             assert torch.allclose(p, dict(resumed.model.named_parameters())[name], atol=1e-6)
@@ -144,17 +148,14 @@ def test_non_finite_loss_skips_the_update(tmp_path):
 
 @pytest.mark.parametrize("algo", ALGOS)
 def test_generate_mode_update_runs(algo, tmp_path):
-    trainer = make_trainer(
-        algo, total_episodes=16, output_dir=str(tmp_path),
-        **(FAST | {"mode": "generate", "max_new_tokens": 4}), **_extra(algo),
-    )
+    # The tiny model never writes a valid answer: a reward on the text's parity varies anyway.
+    config = FAST | {"mode": "generate", "max_new_tokens": 4, "env_id": register("parity")}
+    trainer = make_trainer(algo, total_episodes=16, output_dir=str(tmp_path), **config, **_extra(algo))
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
-    # every sample gets a non-zero advantage through a reward that varies: force GRPO to train
     metrics = trainer.run_iteration()
-    assert "llmgym/parse_rate" in metrics
-    if algo != "grpo":  # GRPO drops groups whose returns are all equal (all 0 here)
-        after = dict(trainer.model.named_parameters())
-        assert any(not torch.equal(before[n], after[n]) for n in before)
+    assert "llmgym/parse_rate" in metrics and "losses/policy" in metrics
+    after = dict(trainer.model.named_parameters())
+    assert any(not torch.equal(before[n], after[n]) for n in before)
 
 
 def test_collapse_warning(tmp_path):

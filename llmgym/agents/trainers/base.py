@@ -83,6 +83,9 @@ class TrainConfig:
     """LoRA dropout (0 keeps logprobs of a sample identical between rollout and update)."""
     lora_target_modules: list[str] | None = None
     """Modules LoRA adapts; None = the model registry's default for this model."""
+    lora_layers: int = 8
+    """LoRA only in the last N transformer layers (0 = all layers). Backward then stops below
+    them: ~3x cheaper updates on CPU, enough capacity for small action spaces."""
     temperature: float = 1.0
     """Sampling temperature while collecting training rollouts."""
     history: int = 0
@@ -411,7 +414,13 @@ class Trainer:
 
     algo = "base"
 
-    def __init__(self, config: TrainConfig, model: Any = None, tokenizer: Any = None):
+    def __init__(
+        self,
+        config: TrainConfig,
+        model: Any = None,
+        tokenizer: Any = None,
+        policy_config: Any = None,
+    ):
         import torch
 
         self.torch = torch
@@ -425,8 +434,9 @@ class Trainer:
         self.tokenizer = tokenizer
         self.device = next(model.parameters()).device
         self.model = self._prepare_model(model)
-        self.policy = self._make_policy()
-        self.envs = make_envs(config.env_id, config.num_envs, config.env_kwargs)
+        self.policy = self._make_policy(policy_config)
+        # No env_id: the trainer only updates on episodes handed to it (llmgym.Agent).
+        self.envs = make_envs(config.env_id, config.num_envs, config.env_kwargs) if config.env_id else []
         self.iteration = 0
         self.env_steps = 0
         self.episodes_done = 0
@@ -451,18 +461,24 @@ class Trainer:
         np.random.seed(seed)
         self.torch.manual_seed(seed)
 
-    def _lora_config(self) -> Any:
+    def _lora_config(self, model: Any) -> Any:
         from peft import LoraConfig
 
         targets = self.config.lora_target_modules
         if targets is None:
             targets = default_lora_targets(self.config.model)
+        layers: dict[str, Any] = {}
+        n_layers = getattr(getattr(model, "config", None), "num_hidden_layers", None)
+        if self.config.lora_layers and n_layers and self.config.lora_layers < n_layers:
+            first = n_layers - self.config.lora_layers
+            layers = {"layers_to_transform": list(range(first, n_layers)), "layers_pattern": "layers"}
         return LoraConfig(
             r=self.config.lora_r,
             lora_alpha=self.config.lora_alpha,
             lora_dropout=self.config.lora_dropout,
             target_modules=list(targets) if not isinstance(targets, str) else targets,
             task_type="CAUSAL_LM",
+            **layers,
         )
 
     def _prepare_model(self, model: Any) -> Any:
@@ -472,13 +488,15 @@ class Trainer:
             return model
         from peft import get_peft_model
 
-        model = get_peft_model(model, self._lora_config())
+        model = get_peft_model(model, self._lora_config(model))
         model.train()
         return model
 
-    def _make_policy(self) -> Any:
+    def _make_policy(self, policy_config: Any = None) -> Any:
         from llmgym.agents.policy import LLMPolicy, PolicyConfig
 
+        if policy_config is not None:
+            return LLMPolicy(self.model, self.tokenizer, policy_config)
         names = {f.name for f in dataclasses.fields(PolicyConfig)}
         kwargs = dict(
             mode=self.config.mode,
@@ -569,7 +587,7 @@ class Trainer:
         state = {k: v.detach().cpu().clone() for k, v in get_peft_model_state_dict(self.model).items()}
         self.merged_adapters.append(state)
         base = self.model.merge_and_unload()
-        self.model = get_peft_model(base, self._lora_config())
+        self.model = get_peft_model(base, self._lora_config(base))
         self.model.train()
         self.policy.model = self.model
         self.optimizer = self._make_optimizer()
@@ -712,24 +730,13 @@ class Trainer:
         episodes = self.collect()
         t1 = time.perf_counter()
         steps = sum(e.length for e in episodes)
-        self.env_steps += steps
-        self.episodes_done += len(episodes)
-        self.model.train()
-        metrics = self.update(episodes)
-        if cfg.sft_during_rl > 0:
-            metrics |= self._continued_sft(episodes)
+        metrics = self.train_on_episodes(episodes)
         t2 = time.perf_counter()
-        self.iteration += 1
-        metrics |= rollout_metrics(episodes)
         metrics |= {
-            "iteration": self.iteration,
-            "episodes": self.episodes_done,
             "perf/env_steps_per_s": steps / max(t1 - t0, 1e-9),
             "perf/rollout_s": t1 - t0,
             "perf/update_s": t2 - t1,
             "perf/iteration_s": t2 - t0,
-            "train/skipped_updates": self.skipped_updates,
-            "train/lr": self.optimizer.param_groups[0]["lr"],
         }
         if cfg.eval_every and self.iteration % cfg.eval_every == 0 and not self._done():
             metrics |= _eval_metrics(self.evaluate())
@@ -748,6 +755,23 @@ class Trainer:
             )
             pbar.refresh()
         return metrics
+
+    def train_on_episodes(self, episodes: list[Episode]) -> dict[str, Any]:
+        """One update on finished episodes (collected by :meth:`collect` or handed in by
+        ``llmgym.Agent``); advances the counters and returns the metrics."""
+        self.env_steps += sum(e.length for e in episodes)
+        self.episodes_done += len(episodes)
+        self.model.train()
+        metrics = self.update(episodes)
+        if self.config.sft_during_rl > 0:
+            metrics |= self._continued_sft(episodes)
+        self.iteration += 1
+        return metrics | rollout_metrics(episodes) | {
+            "iteration": self.iteration,
+            "episodes": self.episodes_done,
+            "train/skipped_updates": self.skipped_updates,
+            "train/lr": self.optimizer.param_groups[0]["lr"],
+        }
 
     def _continued_sft(self, episodes: list[Episode]) -> dict[str, float]:
         """Continued SFT on recent successful episodes (return > 0), weighted in as a loss."""
@@ -915,7 +939,7 @@ class Trainer:
             from peft import get_peft_model
 
             base = self.model.merge_and_unload()
-            self.model = get_peft_model(base, self._lora_config())
+            self.model = get_peft_model(base, self._lora_config(base))
             self.model.train()
             self.policy.model = self.model
         weights = load_file(str(ckpt / "model.safetensors"), device=str(self.device))

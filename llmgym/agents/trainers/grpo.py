@@ -83,6 +83,7 @@ class GRPOTrainer(Trainer):
             raise ValueError("GRPO needs group_size >= 2 (advantages are relative to a group).")
         self._np_rng = np.random.default_rng(cfg.seed + 1)
         self._train: list[tuple[Step, float]] = []
+        self._train_for: list[Episode] | None = None
 
     def extra_state(self) -> dict[str, Any]:
         return {"np_rng": self._np_rng.bit_generator.state}
@@ -108,6 +109,7 @@ class GRPOTrainer(Trainer):
                     self.policy, self.envs, seeds, first_index=self.episodes_done, groups=groups
                 )
                 self._train = self._episode_advantages(episodes)
+                self._train_for = episodes
                 return episodes
             return self._collect_steps(group_seeds)
 
@@ -160,6 +162,7 @@ class GRPOTrainer(Trainer):
             for b, a in zip(branch_eps, adv):
                 self._train.append((b.steps[0], a))
             episodes += branch_eps
+        self._train_for = episodes
         return episodes
 
     def _play_branches(
@@ -183,7 +186,8 @@ class GRPOTrainer(Trainer):
 
     def update(self, episodes: list[Episode]) -> dict[str, float]:
         torch, cfg = self.torch, self.config
-        pairs = self._train
+        # Episodes handed in from outside (llmgym.Agent) form groups by their ``group`` field.
+        pairs = self._train if self._train_for is episodes else self._episode_advantages(episodes)
         if cfg.beta == 0:
             pairs = [(s, a) for s, a in pairs if abs(a) > 1e-8]
         informative = len(pairs)
