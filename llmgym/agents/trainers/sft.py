@@ -342,10 +342,11 @@ def sft_train(
     demos: Sequence[Demo],
     config: SFTConfig | None = None,
     params: Sequence[Any] | None = None,
-    progress: bool = False,
+    on_epoch: Callable[[int], None] | None = None,
 ) -> dict[str, float]:
     """Fit the policy to the demos; returns ``sft/nll_before``, ``sft/nll_after`` and counts.
-    ``params`` are the weights to train (default: every parameter that requires grad)."""
+    ``params`` are the weights to train (default: every parameter that requires grad);
+    ``on_epoch(epoch)`` is called after each pass."""
     import torch
 
     from llmgym.agents.trainers.base import sequence_mean_logprob
@@ -362,7 +363,7 @@ def sft_train(
     rng = random.Random(cfg.seed)
     order = list(range(len(samples)))
     skipped = steps = 0
-    for _ in range(cfg.epochs):
+    for epoch in range(cfg.epochs):
         rng.shuffle(order)
         for b in range(0, len(order), cfg.batch_size):
             batch = order[b : b + cfg.batch_size]
@@ -383,6 +384,8 @@ def sft_train(
                 continue
             optimizer.step()
             steps += 1
+        if on_epoch is not None:
+            on_epoch(epoch)
     optimizer.zero_grad(set_to_none=True)
     after = demo_nll(policy, samples, cfg.micro_batch_size)
     return {
