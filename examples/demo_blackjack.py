@@ -103,9 +103,8 @@ def main() -> None:
         "random_mean_return": random_["mean_return"],
         "expert_mean_return": expert["mean_return"],
         "optimal_mean_return": OPTIMAL,
-        "command": "python examples/demo_blackjack.py " + " ".join(
-            f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
-        ),
+        "command": "python examples/demo_blackjack.py "
+        + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()),
     }
     Path(args.output, "demo_result.json").write_text(json.dumps(summary, indent=2))
 

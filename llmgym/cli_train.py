@@ -5,7 +5,7 @@ Example:
     >>> import typer
     >>> app = typer.Typer()
     >>> register(app)
-    >>> sorted(c.name for c in app.registered_commands)
+    >>> sorted(c.callback.__name__ for c in app.registered_commands)
     ['plot', 'train']
 """
 
@@ -69,10 +69,10 @@ def train(
     final_eval_episodes: int = typer.Option(
         1000, help="Episodes of the final evaluation (and of the baselines beside it)."
     ),
-    env_kwarg: list[str] = typer.Option(
+    env_kwarg: list[str] = typer.Option(  # noqa: B008
         None, "--env-kwarg", help="KEY=VALUE for gym.make (repeatable), e.g. is_slippery=false."
     ),
-    set_: list[str] = typer.Option(
+    set_: list[str] = typer.Option(  # noqa: B008
         None, "--set", help="KEY=VALUE overriding any trainer config field (repeatable)."
     ),
     threads: int = typer.Option(0, help="torch CPU threads (0 = default; 1 on a busy CPU)."),

@@ -198,7 +198,9 @@ class Agent(ABC):
         values.setdefault("minibatch_size", int(self.train_options.get("batch_size", 8)))
         values.setdefault("micro_batch_size", values["minibatch_size"])
         self._trainer = trainer_class(algo)(
-            cls(**values), model=self.model, tokenizer=self.tokenizer,
+            cls(**values),
+            model=self.model,
+            tokenizer=self.tokenizer,
             policy_config=self.policy.config,
         )
         self.model, self.policy = self._trainer.model, self._trainer.policy

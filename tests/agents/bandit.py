@@ -27,7 +27,12 @@ class TextBandit(gym.Env):
         choice = "b" if '"b"' in action else ("a" if '"a"' in action else None)
         # good="parity": a reward that varies with any text (for generate-mode plumbing tests)
         reward = float(len(action) % 2) if self.good == "parity" else float(choice == self.good)
-        parse = {"ok": choice is not None, "method": "json", "action": 1 if choice == "b" else 0, "error": None}
+        parse = {
+            "ok": choice is not None,
+            "method": "json",
+            "action": 1 if choice == "b" else 0,
+            "error": None,
+        }
         return "Done.", reward, True, False, self._info() | {"parse": parse}
 
 

@@ -48,7 +48,11 @@ def _rows(run_dir: Path) -> list[dict]:
 @pytest.mark.parametrize("algo", ALGOS)
 def test_learns_trivial_bandit(algo, tmp_path):
     trainer = make_trainer(
-        algo, total_episodes=16 * 8, output_dir=str(tmp_path), eval_greedy=False, **FAST,
+        algo,
+        total_episodes=16 * 8,
+        output_dir=str(tmp_path),
+        eval_greedy=False,
+        **FAST,
         **_extra(algo),
     )
     start = trainer.evaluate(64)["mean_return"]
@@ -60,8 +64,13 @@ def test_learns_trivial_bandit(algo, tmp_path):
 
 def test_grpo_step_level_groups(tmp_path):
     trainer = make_trainer(
-        "grpo", total_episodes=16 * 8, output_dir=str(tmp_path), eval_greedy=False,
-        group_size=4, group_level="step", **FAST,
+        "grpo",
+        total_episodes=16 * 8,
+        output_dir=str(tmp_path),
+        eval_greedy=False,
+        group_size=4,
+        group_level="step",
+        **FAST,
     )
     trainer.train()
     assert trainer.evaluate(64)["mean_return"] >= 0.9
@@ -69,9 +78,13 @@ def test_grpo_step_level_groups(tmp_path):
 
 @pytest.mark.parametrize("algo", ALGOS)
 def test_parameters_change_after_an_update(algo, tmp_path):
-    trainer = make_trainer(algo, total_episodes=16, output_dir=str(tmp_path), **FAST, **_extra(algo))
+    trainer = make_trainer(
+        algo, total_episodes=16, output_dir=str(tmp_path), **FAST, **_extra(algo)
+    )
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
-    frozen = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if not p.requires_grad}
+    frozen = {
+        n: p.detach().clone() for n, p in trainer.model.named_parameters() if not p.requires_grad
+    }
     after = dict(trainer.model.named_parameters())
     for _ in range(5):  # a batch whose returns are all equal carries no gradient: try again
         trainer.run_iteration()
@@ -102,8 +115,12 @@ def test_resume_gives_the_same_next_update(algo, tmp_path):
     half.train()  # ends with a checkpoint after one update
     resumed = make_trainer(algo, total_episodes=32, output_dir=str(tmp_path / "half"), **cfg)
     resumed.train(resume=True)
-    want = next(r for r in _rows(tmp_path / "full") if r.get("iteration") == "2" and r.get("episodes"))
-    got = next(r for r in _rows(tmp_path / "half") if r.get("iteration") == "2" and r.get("episodes"))
+    want = next(
+        r for r in _rows(tmp_path / "full") if r.get("iteration") == "2" and r.get("episodes")
+    )
+    got = next(
+        r for r in _rows(tmp_path / "half") if r.get("iteration") == "2" and r.get("episodes")
+    )
     keys = [k for k in want if k.startswith(("losses/", "grpo/", "charts/")) and want[k]]
     assert keys
     for k in keys:
@@ -150,7 +167,9 @@ def test_non_finite_loss_skips_the_update(tmp_path):
 def test_generate_mode_update_runs(algo, tmp_path):
     # The tiny model never writes a valid answer: a reward on the text's parity varies anyway.
     config = FAST | {"mode": "generate", "max_new_tokens": 4, "env_id": register("parity")}
-    trainer = make_trainer(algo, total_episodes=16, output_dir=str(tmp_path), **config, **_extra(algo))
+    trainer = make_trainer(
+        algo, total_episodes=16, output_dir=str(tmp_path), **config, **_extra(algo)
+    )
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
     metrics = trainer.run_iteration()
     assert "llmgym/parse_rate" in metrics and "losses/policy" in metrics
@@ -179,16 +198,44 @@ def test_cli_train_and_plot(tmp_path):
     result = CliRunner().invoke(
         app,
         [
-            "train", BANDIT, "--model", "tiny", "--algo", "reinforce", "--steps", "32",
-            "--episodes-per-update", "16", "--num-envs", "16", "--output", str(out),
-            "--final-eval-episodes", "16", "--eval-episodes", "8", "--no-progress",
-            "--set", "learning_rate=0.003",
+            "train",
+            BANDIT,
+            "--model",
+            "tiny",
+            "--algo",
+            "reinforce",
+            "--steps",
+            "32",
+            "--episodes-per-update",
+            "16",
+            "--num-envs",
+            "16",
+            "--output",
+            str(out),
+            "--final-eval-episodes",
+            "16",
+            "--eval-episodes",
+            "8",
+            "--no-progress",
+            "--set",
+            "learning_rate=0.003",
         ],
     )
     assert result.exit_code == 0, result.output
     data = json.loads((out / "result.json").read_text())
-    for key in ("env_id", "model", "algo", "mode", "env_steps", "episodes", "wall_s",
-                "eval_mean_return", "eval_ci95", "parse_rate", "command"):
+    for key in (
+        "env_id",
+        "model",
+        "algo",
+        "mode",
+        "env_steps",
+        "episodes",
+        "wall_s",
+        "eval_mean_return",
+        "eval_ci95",
+        "parse_rate",
+        "command",
+    ):
         assert key in data
     assert (out / "learning_curve.png").exists()
     assert (out / "checkpoints" / "latest").exists()
@@ -214,9 +261,17 @@ def test_cli_errors_are_one_sentence(tmp_path):
 @pytest.mark.slow
 def test_smollm2_blackjack_smoke(tmp_path):
     trainer = make_trainer(
-        "ppo", model="smollm2-135m", env_id="Text-Blackjack-v1", num_envs=8,
-        episodes_per_update=8, total_episodes=8, eval_episodes=8, eval_every=0,
-        checkpoint_every=0, output_dir=str(tmp_path), progress=False,
+        "ppo",
+        model="smollm2-135m",
+        env_id="Text-Blackjack-v1",
+        num_envs=8,
+        episodes_per_update=8,
+        total_episodes=8,
+        eval_episodes=8,
+        eval_every=0,
+        checkpoint_every=0,
+        output_dir=str(tmp_path),
+        progress=False,
     )
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
     trainer.train()

@@ -436,7 +436,9 @@ class Trainer:
         self.model = self._prepare_model(model)
         self.policy = self._make_policy(policy_config)
         # No env_id: the trainer only updates on episodes handed to it (llmgym.Agent).
-        self.envs = make_envs(config.env_id, config.num_envs, config.env_kwargs) if config.env_id else []
+        self.envs = (
+            make_envs(config.env_id, config.num_envs, config.env_kwargs) if config.env_id else []
+        )
         self.iteration = 0
         self.env_steps = 0
         self.episodes_done = 0
@@ -471,7 +473,10 @@ class Trainer:
         n_layers = getattr(getattr(model, "config", None), "num_hidden_layers", None)
         if self.config.lora_layers and n_layers and self.config.lora_layers < n_layers:
             first = n_layers - self.config.lora_layers
-            layers = {"layers_to_transform": list(range(first, n_layers)), "layers_pattern": "layers"}
+            layers = {
+                "layers_to_transform": list(range(first, n_layers)),
+                "layers_pattern": "layers",
+            }
         return LoraConfig(
             r=self.config.lora_r,
             lora_alpha=self.config.lora_alpha,
@@ -584,7 +589,9 @@ class Trainer:
             return
         from peft import get_peft_model, get_peft_model_state_dict
 
-        state = {k: v.detach().cpu().clone() for k, v in get_peft_model_state_dict(self.model).items()}
+        state = {
+            k: v.detach().cpu().clone() for k, v in get_peft_model_state_dict(self.model).items()
+        }
         self.merged_adapters.append(state)
         base = self.model.merge_and_unload()
         self.model = get_peft_model(base, self._lora_config(base))
@@ -766,12 +773,16 @@ class Trainer:
         if self.config.sft_during_rl > 0:
             metrics |= self._continued_sft(episodes)
         self.iteration += 1
-        return metrics | rollout_metrics(episodes) | {
-            "iteration": self.iteration,
-            "episodes": self.episodes_done,
-            "train/skipped_updates": self.skipped_updates,
-            "train/lr": self.optimizer.param_groups[0]["lr"],
-        }
+        return (
+            metrics
+            | rollout_metrics(episodes)
+            | {
+                "iteration": self.iteration,
+                "episodes": self.episodes_done,
+                "train/skipped_updates": self.skipped_updates,
+                "train/lr": self.optimizer.param_groups[0]["lr"],
+            }
+        )
 
     def _continued_sft(self, episodes: list[Episode]) -> dict[str, float]:
         """Continued SFT on recent successful episodes (return > 0), weighted in as a loss."""
@@ -841,7 +852,7 @@ class Trainer:
             "config": self.config.to_dict(),
             "algo": self.algo,
             "versions": library_versions(),
-            "train_seed_formula": "seed * 100003 + i (i counts seeds drawn; GRPO draws one per group)",
+            "train_seed_formula": "seed * 100003 + i (i counts seeds drawn; one per GRPO group)",
             "eval_seeds": f"{EVAL_SEED_BASE} + i",
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }

@@ -33,8 +33,8 @@ import numpy as np
 from llmgym.agents.trainers.base import (
     Episode,
     Step,
-    Trainer,
     TrainConfig,
+    Trainer,
     _step,
     discounted_returns,
     mean_stats,
@@ -157,7 +157,9 @@ class GRPOTrainer(Trainer):
                 prefix.steps.clear()
             branches = [copy.deepcopy(env) for _ in range(G)]
             branch_eps = self._play_branches(branches, obs, info, g, seed)
-            returns = [discounted_returns([s.reward for s in b.steps], cfg.gamma)[0] for b in branch_eps]
+            returns = [
+                discounted_returns([s.reward for s in b.steps], cfg.gamma)[0] for b in branch_eps
+            ]
             adv = self._normalise(returns)
             for b, a in zip(branch_eps, adv):
                 self._train.append((b.steps[0], a))

@@ -62,7 +62,9 @@ def plot_run(
     if x:
         ax.plot(x, y, "o-", label="eval (greedy, fixed seeds)")
         if len(ci) == len(y):
-            ax.fill_between(x, [a - b for a, b in zip(y, ci)], [a + b for a, b in zip(y, ci)], alpha=0.2)
+            ax.fill_between(
+                x, [a - b for a, b in zip(y, ci)], [a + b for a, b in zip(y, ci)], alpha=0.2
+            )
     for name, value in (references or {}).items():
         ax.axhline(value, ls="--", lw=1, color="gray")
         ax.annotate(name, (0, value), xycoords=("axes fraction", "data"), fontsize=8, va="bottom")

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from llmgym.agents.trainers.base import Episode, Trainer, TrainConfig, mean_stats, minibatches
+from llmgym.agents.trainers.base import Episode, TrainConfig, Trainer, mean_stats, minibatches
 
 
 @dataclass
@@ -201,8 +201,12 @@ class PPOTrainer(Trainer):
                 pg_loss = torch.max(-a * ratio, -a * clipped).mean()
             v = self.value(out.hidden)
             if cfg.clip_vloss:
-                v_clip = old_values[idx] + (v - old_values[idx]).clamp(-cfg.clip_coef, cfg.clip_coef)
-                v_loss = 0.5 * torch.max((v - returns[idx]) ** 2, (v_clip - returns[idx]) ** 2).mean()
+                v_clip = old_values[idx] + (v - old_values[idx]).clamp(
+                    -cfg.clip_coef, cfg.clip_coef
+                )
+                v_loss = (
+                    0.5 * torch.max((v - returns[idx]) ** 2, (v_clip - returns[idx]) ** 2).mean()
+                )
             else:
                 v_loss = 0.5 * ((v - returns[idx]) ** 2).mean()
             entropy = out.entropy.float().mean()

@@ -25,8 +25,8 @@ import numpy as np
 
 from llmgym.agents.trainers.base import (
     Episode,
-    Trainer,
     TrainConfig,
+    Trainer,
     discounted_returns,
     mean_stats,
     minibatches,
@@ -79,15 +79,19 @@ class ReinforceTrainer(Trainer):
         cfg = self.config
         returns: list[float] = []
         for ep in episodes:
-            for step, g in zip(ep.steps, discounted_returns([s.reward for s in ep.steps], cfg.gamma)):
+            for step, g in zip(
+                ep.steps, discounted_returns([s.reward for s in ep.steps], cfg.gamma)
+            ):
                 step.ret = g
                 returns.append(g)
         arr = np.asarray(returns, dtype=float)
         if cfg.baseline == "batch":
             base = float(arr.mean())
         elif cfg.baseline == "ema":
-            self._ema = float(arr.mean()) if self._ema is None else (
-                cfg.ema_decay * self._ema + (1 - cfg.ema_decay) * float(arr.mean())
+            self._ema = (
+                float(arr.mean())
+                if self._ema is None
+                else (cfg.ema_decay * self._ema + (1 - cfg.ema_decay) * float(arr.mean()))
             )
             base = self._ema
         else:
@@ -103,7 +107,9 @@ class ReinforceTrainer(Trainer):
             self.refresh_reference()
         steps = [s for e in episodes for s in e.steps]
         samples = [s.sample for s in steps]
-        adv = torch.tensor(self.compute_advantages(episodes), dtype=torch.float32, device=self.device)
+        adv = torch.tensor(
+            self.compute_advantages(episodes), dtype=torch.float32, device=self.device
+        )
         ref = self.reference_logprobs(samples) if cfg.kl_coef > 0 else None
         generate = cfg.mode == "generate"
 

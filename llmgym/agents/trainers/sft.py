@@ -121,25 +121,14 @@ def cartpole_controller(obs: Any) -> int:
 def expert_for(env: gym.Env) -> Callable[[Any], int]:
     """An expert ``raw_obs -> base action`` for ``env``: from ``llmgym.agents.baselines`` when
     available, else a built-in one. Raises TrainingError when there is none."""
-    try:  # the project's baselines (optimal agents by DP / value iteration, heuristics)
-        from llmgym.agents import baselines
-
-        for name in ("expert_for", "optimal_agent", "make_expert"):
-            factory = getattr(baselines, name, None)
-            if factory is None:
-                continue
-            try:
-                agent = factory(env)
-            except (KeyError, ValueError, NotImplementedError):
-                break
-            if callable(agent):
-                return agent
-            for method in ("act", "action", "__call__"):
-                if hasattr(agent, method):
-                    return getattr(agent, method)
-    except ImportError:
-        pass
     base = type(env.unwrapped).__name__
+    try:  # the project's baselines: exact optimal policies (DP / value iteration), controllers
+        from llmgym.agents.baselines import OPTIMAL
+
+        if base in OPTIMAL:
+            return OPTIMAL[base](env)
+    except ImportError:  # baselines not installed/merged: the small built-in experts below
+        pass
     if base == "BlackjackEnv":
         return blackjack_basic_strategy
     if base == "CartPoleEnv":
@@ -355,9 +344,11 @@ def sft_train(
     if not demos:
         raise TrainingError("No SFT demos to train on; check the demo file or the expert.")
     samples = [demo_sample(policy, d) for d in demos]
-    params = list(params) if params is not None else [
-        p for p in policy.model.parameters() if p.requires_grad
-    ]
+    params = (
+        list(params)
+        if params is not None
+        else [p for p in policy.model.parameters() if p.requires_grad]
+    )
     optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=0.0)
     before = demo_nll(policy, samples, cfg.micro_batch_size)
     rng = random.Random(cfg.seed)
