@@ -112,9 +112,9 @@ class TrainConfig:
     """Warm start: ``none``, ``auto`` (demos from an expert on this env) or a JSONL file."""
     sft_episodes: int = 200
     """``sft=auto``: expert episodes rolled out through the describer for demos."""
-    sft_epochs: int = 2
+    sft_epochs: int = 6
     """Passes over the SFT demos."""
-    sft_learning_rate: float = 1e-3
+    sft_learning_rate: float = 2e-3
     """Learning rate for the SFT warm start (a fresh optimizer; RL gets its own)."""
     sft_during_rl: float = 0.0
     """Weight of a continued SFT loss on recent successful episodes during RL (0 = off)."""
@@ -693,7 +693,18 @@ class Trainer:
             batch_size=self.config.minibatch_size,
             seed=self.config.seed,
         )
-        stats = sft_train(self.policy, demos, cfg, params=self.trainable_parameters())
+        start = time.perf_counter()
+        if self.config.progress:
+            print(f"SFT warm start on {len(demos)} demos, {cfg.epochs} epochs ...", flush=True)
+
+        def on_epoch(epoch: int) -> None:
+            if self.config.progress:
+                elapsed = time.perf_counter() - start
+                print(f"  SFT epoch {epoch + 1}/{cfg.epochs} done ({elapsed:.0f} s)", flush=True)
+
+        stats = sft_train(
+            self.policy, demos, cfg, params=self.trainable_parameters(), on_epoch=on_epoch
+        )
         self._ref_cache.clear()
         return stats
 
@@ -719,6 +730,8 @@ class Trainer:
                 metrics |= _eval_metrics(ev) | {"perf/eval_s": time.perf_counter() - start}
                 self.logger.log(metrics, self.env_steps)
                 _write(pbar, f"iter 0: eval return {ev['mean_return']:.3f}")
+                if cfg.sft != "none":
+                    self.save_checkpoint()  # iter_000000 = the SFT warm start (RL can restart here)
             while not self._done():
                 self.run_iteration(pbar)
             final = self.evaluate()
