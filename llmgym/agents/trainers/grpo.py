@@ -236,9 +236,9 @@ class GRPOTrainer(Trainer):
                 d = ref[idx] - logp
                 kl = (d.exp() - d - 1).mean()
                 loss = loss + cfg.beta * kl
-            return loss, {
+            stats = {"losses/kl": kl.item()} if ref is not None else {}
+            return loss, stats | {
                 "losses/policy": pg_loss.item(),
-                "losses/kl": kl.item(),
                 "charts/entropy": entropy.item(),
                 "losses/total": loss.item(),
             }

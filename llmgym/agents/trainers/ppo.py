@@ -219,10 +219,10 @@ class PPOTrainer(Trainer):
             with torch.no_grad():
                 approx_kl = ((ratio - 1) - logratio).mean()
                 clipfrac = ((ratio - 1).abs() > cfg.clip_coef).float().mean()
-            return loss, {
+            stats = {"losses/kl": kl.item()} if ref is not None else {}
+            return loss, stats | {
                 "losses/policy": pg_loss.item(),
                 "losses/value": v_loss.item(),
-                "losses/kl": kl.item(),
                 "charts/entropy": entropy.item(),
                 "losses/approx_kl": approx_kl.item(),
                 "losses/clipfrac": clipfrac.item(),

@@ -128,9 +128,9 @@ class ReinforceTrainer(Trainer):
                 d = ref[idx] - logp
                 kl = (d.exp() - d - 1).mean()  # k3 estimator of KL(pi || ref)
                 loss = loss + cfg.kl_coef * kl
-            return loss, {
+            stats = {"losses/kl": kl.item()} if ref is not None else {}
+            return loss, stats | {
                 "losses/policy": pg_loss.item(),
-                "losses/kl": kl.item(),
                 "charts/entropy": entropy.item(),
                 "losses/total": loss.item(),
             }
