@@ -26,7 +26,7 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow"
 
 demo: $(STAMP)
-	$(PY) examples/random_text_policy.py
+	$(PY) examples/demo_blackjack.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check llmgym tests benchmarks examples

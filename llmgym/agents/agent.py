@@ -4,8 +4,12 @@ Subclass it with ``get_system_prompt``, ``format_observation`` and ``extract_act
 from ``(model, tokenizer, device)`` (a plain causal LM; LlamaGym's value-head wrapper is not
 needed) and run LlamaGym's loop: ``act(observation)``, ``assign_reward(reward)``,
 ``terminate_episode()``. The conversation of an episode grows turn by turn, as in LlamaGym.
-Until a trainer is attached, ``terminate_episode`` stores the episode in ``self.episodes`` and
-returns ``{}``.
+``terminate_episode`` stores the episode and, once ``batch_size`` episodes are stored (LlamaGym
+semantics; ``ppo_config_dict={"batch_size": 8}`` by default), trains on them with the
+algorithm named by the ``algo`` option (``ppo`` default, ``grpo``, ``reinforce``; LoRA) and
+returns the train stats; otherwise it returns ``{}``. Other options (``learning_rate``,
+``mini_batch_size``, ``ppo_epochs``, ``target_kl``, ``kl_coef``, any trainer config field) go to
+the trainer's config.
 
 Example:
     >>> from llmgym.agents.testing import tiny_model
@@ -20,6 +24,12 @@ Example:
     >>> agent.assign_reward(1.0)
     >>> agent.terminate_episode(), len(agent.episodes[0]["samples"])
     ({}, 1)
+    >>> agent = Echo(model, tokenizer, "cpu", {"max_new_tokens": 3}, {"batch_size": 2})
+    >>> for _ in range(2):
+    ...     _ = agent.act(5); agent.assign_reward(1.0)
+    ...     stats = agent.terminate_episode()
+    >>> "losses/policy" in stats, agent.episodes
+    (True, [])
 """
 
 from __future__ import annotations
@@ -132,8 +142,8 @@ class Agent(ABC):
         self.current_episode_rewards.append(float(reward))
 
     def terminate_episode(self, train: bool = True) -> dict[str, Any]:
-        """Close the episode: keep it in ``self.episodes`` and start a new one. Returns train
-        stats; ``{}`` until a trainer is attached (the trainers issue)."""
+        """Close the episode and start a new one; when ``train`` and the batch is full, train
+        on the stored episodes (then cleared) and return the stats, else return ``{}``."""
         self.episodes.append(
             {
                 "messages": self.current_episode_messages,
@@ -142,7 +152,59 @@ class Agent(ABC):
             }
         )
         self._new_episode()
-        return {}
+        if not train or len(self.episodes) < int(self.train_options.get("batch_size", 8)):
+            return {}
+        stats = self.train_batch(self.episodes)
+        self.episodes = []
+        return stats
+
+    def train_batch(self, episodes: list[dict[str, Any]]) -> dict[str, Any]:
+        """One update of the attached trainer (built on first use) on stored episodes."""
+        from llmgym.agents.trainers.base import Episode, Step
+
+        trainer = self._get_trainer()
+        batch = []
+        for i, ep in enumerate(episodes):
+            samples, rewards = ep["samples"], list(ep["rewards"])
+            rewards = (rewards + [0.0] * len(samples))[: len(samples)]
+            steps = [
+                Step(s, r, terminated=(t == len(samples) - 1), truncated=False, parse_ok=True)
+                for t, (s, r) in enumerate(zip(samples, rewards))
+            ]
+            if steps:
+                batch.append(Episode(trainer.episodes_done + i, 0, steps))
+        return trainer.train_on_episodes(batch) if batch else {}
+
+    _OPTION_ALIASES = {
+        "mini_batch_size": "minibatch_size",
+        "ppo_epochs": "update_epochs",
+        "init_kl_coef": "kl_coef",
+        "lr": "learning_rate",
+    }
+
+    def _get_trainer(self) -> Any:
+        trainer = getattr(self, "_trainer", None)
+        if trainer is not None:
+            return trainer
+        from llmgym.agents.trainers import config_class, trainer_class
+
+        options = {self._OPTION_ALIASES.get(k, k): v for k, v in self.train_options.items()}
+        algo = options.pop("algo", "ppo")
+        cls = config_class(algo)
+        fields = set(cls.__dataclass_fields__)
+        values = {k: v for k, v in options.items() if k in fields}
+        values.update(env_id="", mode=self.policy.config.mode, progress=False)
+        values.setdefault("output_dir", "runs/agent")
+        values.setdefault("minibatch_size", int(self.train_options.get("batch_size", 8)))
+        values.setdefault("micro_batch_size", values["minibatch_size"])
+        self._trainer = trainer_class(algo)(
+            cls(**values),
+            model=self.model,
+            tokenizer=self.tokenizer,
+            policy_config=self.policy.config,
+        )
+        self.model, self.policy = self._trainer.model, self._trainer.policy
+        return self._trainer
 
 
 __all__ = ["Agent", "policy_config_from_generate"]

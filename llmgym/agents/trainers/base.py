@@ -1,0 +1,1188 @@
+"""Shared pieces of the online RL trainers: config fields common to every algorithm, rollout
+collection over K text envs, LoRA setup (reference = the same model with the adapter
+disabled), the optimisation step (gradient accumulation, non-finite guard, clipping), periodic
+evaluation on fixed seeds, logging (CSV + TensorBoard, W&B when ``WANDB_PROJECT`` is set),
+checkpoints that resume exactly, and collapse diagnostics.
+
+Each algorithm (``ppo.py``, ``grpo.py``, ``reinforce.py``) subclasses :class:`Trainer` and
+implements :meth:`Trainer.update` (advantages + loss) and, where it needs grouped rollouts,
+:meth:`Trainer.collect`. Nothing here imports torch at module import time beyond what the
+trainer needs when it is constructed.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import os
+import platform
+import random
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import llmgym  # noqa: F401  (registers the Text-* ids)
+
+EVAL_SEED_BASE = 1_000_000
+"""Evaluation episodes use seeds ``EVAL_SEED_BASE + i``: disjoint from training seeds."""
+
+
+class TrainingError(RuntimeError):
+    """A mistake a user can make (bad config, missing checkpoint): one sentence, no traceback."""
+
+
+@dataclass
+class TrainConfig:
+    """Fields shared by every trainer. Defaults are sized for a 2-core laptop CPU."""
+
+    env_id: str = "Text-Blackjack-v1"
+    """Text env to train in (``llmgym envs`` lists them)."""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments for ``gym.make`` (base-env kwargs such as ``is_slippery=False``)."""
+    model: str = "smollm2-135m"
+    """Model short name, Hub id or local directory (``tiny`` = random tiny Llama for tests)."""
+    mode: str = "score"
+    """Policy mode: ``score`` (rank the valid actions, always valid) or ``generate``."""
+    num_envs: int = 8
+    """K envs stepped in lockstep; every policy call is one batch of up to K observations."""
+    total_env_steps: int = 3000
+    """Stop after this many env steps (whichever of this and ``total_episodes`` comes first)."""
+    total_episodes: int = 0
+    """Stop after this many training episodes (0 = no episode limit)."""
+    episodes_per_update: int = 32
+    """Complete episodes collected per iteration (each iteration ends with one update)."""
+    learning_rate: float = 5e-4
+    """AdamW learning rate (LoRA weights tolerate large rates; use ~1e-5 for full fine-tune)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    max_grad_norm: float = 1.0
+    """Clip the global gradient norm to this value."""
+    minibatch_size: int = 32
+    """Samples (turns) per optimizer step."""
+    micro_batch_size: int = 16
+    """Samples per forward/backward pass; ``minibatch_size / micro_batch_size`` accumulation
+    steps make one optimizer step (lower it to save memory)."""
+    lora: bool = True
+    """Train a LoRA adapter (the reference policy is the adapter switched off); False = full
+    fine-tune (the reference is then a frozen copy, only built when a KL term needs it)."""
+    lora_r: int = 8
+    """LoRA rank."""
+    lora_alpha: int = 16
+    """LoRA scaling numerator (scale = alpha / r)."""
+    lora_dropout: float = 0.0
+    """LoRA dropout (0 keeps logprobs of a sample identical between rollout and update)."""
+    lora_target_modules: list[str] | None = None
+    """Modules LoRA adapts; None = the model registry's default for this model."""
+    lora_layers: int = 8
+    """LoRA only in the last N transformer layers (0 = all layers). Backward then stops below
+    them: ~3x cheaper updates on CPU, enough capacity for small action spaces."""
+    temperature: float = 1.0
+    """Sampling temperature while collecting training rollouts."""
+    history: int = 0
+    """Previous turns shown to the policy (0 = Markov prompt: system + current observation)."""
+    max_new_tokens: int = 24
+    """Generate mode: longest completion."""
+    policy_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Extra ``PolicyConfig`` fields (e.g. ``normalization``, ``think``, ``prefill``)."""
+    eval_every: int = 5
+    """Evaluate every this many iterations (0 = only at the start and the end)."""
+    eval_episodes: int = 100
+    """Episodes per periodic evaluation (seeds ``1_000_000 + i``; the final report uses more)."""
+    eval_greedy: bool = True
+    """Evaluate the greedy (arg-max) policy rather than sampling."""
+    checkpoint_every: int = 10
+    """Save a checkpoint every this many iterations (and always at the end)."""
+    seed: int = 0
+    """Seed for torch/numpy/python RNGs; the i-th training env seed is ``seed * 100_003 + i``."""
+    device: str = "auto"
+    """``auto``, ``cpu``, ``cuda`` or ``mps``."""
+    output_dir: str = "runs/default"
+    """Run directory: config, metrics.csv, TensorBoard events, checkpoints, plot."""
+    sft: str = "none"
+    """Warm start: ``none``, ``auto`` (demos from an expert on this env) or a JSONL file."""
+    sft_episodes: int = 200
+    """``sft=auto``: expert episodes rolled out through the describer for demos."""
+    sft_epochs: int = 6
+    """Passes over the SFT demos."""
+    sft_learning_rate: float = 2e-3
+    """Learning rate for the SFT warm start (a fresh optimizer; RL gets its own)."""
+    sft_during_rl: float = 0.0
+    """Weight of a continued SFT loss on recent successful episodes during RL (0 = off)."""
+    collapse_warn: bool = True
+    """Warn when the action distribution collapses, entropy falls to ~0 or KL runs away."""
+    kl_warn: float = 2.0
+    """KL to the reference above which a run-away warning is printed."""
+    log_every: int = 1
+    """Write metrics every this many iterations."""
+    prefix_cache_grad: bool = True
+    """Score mode: the update reuses the KV cache of the prompt prefix all samples share (the
+    system prompt), computed without gradient under the current weights; gradients flow
+    through the observation and action tokens only. 3-6x cheaper updates on CPU."""
+    num_threads: int = 0
+    """torch CPU threads (0 = torch's default; 1 is faster on a CPU shared with other jobs)."""
+    progress: bool = True
+    """Show a progress bar."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self) | {"algo": getattr(self, "algo", "")}
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in names})
+
+
+# --------------------------------------------------------------------------------------------
+# Rollouts
+
+
+@dataclass
+class Step:
+    """One turn: the sample the policy produced (its ``text`` is what the env saw) and what
+    followed."""
+
+    sample: Any
+    reward: float
+    terminated: bool
+    truncated: bool
+    parse_ok: bool
+    action: str = ""
+    num_actions: int = 0
+    advantage: float = 0.0
+    ret: float = 0.0
+    value: float = 0.0
+
+    @property
+    def done(self) -> bool:
+        return self.terminated or self.truncated
+
+
+@dataclass
+class Episode:
+    """A finished episode: its env seed, its turns, and (for GRPO) its group."""
+
+    index: int
+    seed: int
+    steps: list[Step] = field(default_factory=list)
+    group: int = -1
+    final_observation: str = ""
+    final_info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ret(self) -> float:
+        return float(sum(s.reward for s in self.steps))
+
+    @property
+    def length(self) -> int:
+        return len(self.steps)
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.steps) and self.steps[-1].truncated and not self.steps[-1].terminated
+
+
+def make_envs(env_id: str, n: int, env_kwargs: dict[str, Any] | None = None) -> list[gym.Env]:
+    """``n`` independent copies of a text env (reset each with an explicit seed)."""
+    if env_id not in gym.registry:
+        raise TrainingError(f"Unknown environment {env_id!r}; run `llmgym envs` to list them.")
+    return [gym.make(env_id, **(env_kwargs or {})) for _ in range(n)]
+
+
+def run_episodes(
+    policy: Any,
+    envs: Sequence[gym.Env],
+    seeds: Sequence[int],
+    *,
+    first_index: int = 0,
+    groups: Sequence[int] | None = None,
+    max_steps: int | None = None,
+    cache: dict[tuple[str, str], Any] | None = None,
+) -> list[Episode]:
+    """Play one episode per seed with up to ``len(envs)`` episodes in flight, one batched
+    ``policy.act`` call per lockstep turn. Returns the episodes in seed order.
+
+    ``cache`` (greedy evaluation with a Markov prompt only) memoises the sample per
+    (system prompt, observation) so repeated states cost no forward pass.
+    """
+    episodes = [
+        Episode(first_index + i, int(s), group=(groups[i] if groups is not None else -1))
+        for i, s in enumerate(seeds)
+    ]
+    pending = list(range(len(seeds)))[::-1]
+    active: dict[int, tuple[int, str, dict[str, Any]]] = {}  # slot -> (episode, obs, info)
+
+    def start(slot: int) -> None:
+        if pending:
+            e = pending.pop()
+            obs, info = envs[slot].reset(seed=episodes[e].seed)
+            active[slot] = (e, obs, info)
+
+    for slot in range(len(envs)):
+        start(slot)
+    while active:
+        slots = sorted(active)
+        observations = [active[s][1] for s in slots]
+        infos = [active[s][2] for s in slots]
+        samples: list[Any] = [None] * len(slots)
+        todo = list(range(len(slots)))
+        if cache is not None:
+            keys = [(i.get("system_prompt", ""), o) for o, i in zip(observations, infos)]
+            todo = [j for j in todo if keys[j] not in cache]
+        if todo:
+            fresh = policy.act([observations[j] for j in todo], [infos[j] for j in todo])
+            for j, sample in zip(todo, fresh):
+                samples[j] = sample
+                if cache is not None:
+                    cache[keys[j]] = sample
+        if cache is not None:
+            samples = [s if s is not None else cache[k] for s, k in zip(samples, keys)]
+        for slot, sample in zip(slots, samples):
+            e, _, _ = active[slot]
+            obs, reward, terminated, truncated, info = envs[slot].step(sample.text)
+            ep = episodes[e]
+            if max_steps is not None and ep.length + 1 >= max_steps:
+                truncated = True
+            ep.steps.append(_step(sample, reward, terminated, truncated, info, active[slot][2]))
+            if terminated or truncated:
+                ep.final_observation, ep.final_info = obs, info
+                del active[slot]
+                start(slot)
+            else:
+                active[slot] = (e, obs, info)
+    return episodes
+
+
+def _step(
+    sample: Any, reward: float, terminated: bool, truncated: bool, info: dict, prev_info: dict
+) -> Step:
+    parse = info.get("parse", {}) or {}
+    valid = list(prev_info.get("valid_actions") or [])
+    action = parse.get("action")
+    if valid and isinstance(action, (int, np.integer)) and 0 <= int(action) < len(valid):
+        name = str(valid[int(action)])
+    else:
+        name = str(action) if action is not None else str(sample.text)[:32]
+    return Step(
+        sample,
+        float(reward),
+        bool(terminated),
+        bool(truncated),
+        bool(parse.get("ok", True)),
+        name,
+        len(valid),
+    )
+
+
+def mean_ci95(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and the half-width of its normal-approximation 95 % confidence interval.
+
+    Example:
+        >>> mean_ci95([1.0, -1.0, 1.0, -1.0])
+        (0.0, 1.1316)
+    """
+    arr = np.asarray(values, dtype=float)
+    if arr.size == 0:
+        return float("nan"), float("nan")
+    half = 1.96 * arr.std(ddof=1) / math.sqrt(arr.size) if arr.size > 1 else float("nan")
+    return float(arr.mean()), round(float(half), 4)
+
+
+def discounted_returns(rewards: Sequence[float], gamma: float) -> list[float]:
+    """Reward-to-go of each turn.
+
+    Example:
+        >>> discounted_returns([0.0, 0.0, 1.0], 0.5)
+        [0.25, 0.5, 1.0]
+    """
+    out, running = [], 0.0
+    for r in reversed(rewards):
+        running = r + gamma * running
+        out.append(running)
+    return out[::-1]
+
+
+# --------------------------------------------------------------------------------------------
+# Logging
+
+
+class MetricsLogger:
+    """Writes one row per iteration to ``metrics.csv`` (wide format, columns grow as new
+    metrics appear), TensorBoard event files, and W&B when ``WANDB_PROJECT`` is set."""
+
+    def __init__(self, run_dir: Path, config: dict[str, Any], tensorboard: bool = True):
+        self.path = run_dir / "metrics.csv"
+        self.rows: list[dict[str, Any]] = []
+        if self.path.exists():
+            with self.path.open() as f:
+                self.rows = list(csv.DictReader(f))
+        self.tb = None
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self.tb = SummaryWriter(str(run_dir / "tb"))
+            except ImportError:  # tensorboard not installed: CSV only
+                self.tb = None
+        self.wandb = None
+        if os.environ.get("WANDB_PROJECT"):
+            try:
+                import wandb
+
+                self.wandb = wandb.init(
+                    project=os.environ["WANDB_PROJECT"], config=config, dir=str(run_dir)
+                )
+            except ImportError:
+                warnings.warn("WANDB_PROJECT is set but wandb is not installed", stacklevel=2)
+
+    def truncate(self, env_steps: int) -> None:
+        """Drop rows logged after ``env_steps`` (resuming from an earlier checkpoint)."""
+        self.rows = [r for r in self.rows if float(r.get("env_steps", 0)) <= env_steps]
+        self._write()
+
+    def log(self, metrics: dict[str, Any], step: int) -> None:
+        row = {"env_steps": step} | {k: _scalar(v) for k, v in metrics.items()}
+        self.rows.append(row)
+        self._write()
+        if self.tb is not None:
+            for k, v in row.items():
+                if k != "env_steps" and isinstance(v, (int, float)) and math.isfinite(v):
+                    self.tb.add_scalar(k, v, step)
+            self.tb.flush()
+        if self.wandb is not None:
+            self.wandb.log(row, step=step)
+
+    def _write(self) -> None:
+        columns: list[str] = []
+        for row in self.rows:
+            columns += [k for k in row if k not in columns]
+        tmp = self.path.with_suffix(".tmp")
+        with tmp.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=columns)
+            writer.writeheader()
+            writer.writerows(self.rows)
+        os.replace(tmp, self.path)
+
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()
+        if self.wandb is not None:
+            self.wandb.finish()
+
+
+def _scalar(v: Any) -> Any:
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float):
+        return round(v, 6)
+    return v
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries a run depends on (saved with every run)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    for name in ("llmgym", "torch", "transformers", "peft", "gymnasium", "numpy"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The trainer
+
+
+class Trainer:
+    """Online RL over text envs. Subclasses implement :meth:`update`.
+
+    Loop: ``collect()`` complete episodes with the current policy -> ``update(episodes)`` ->
+    log -> (periodic) evaluate -> (periodic) checkpoint. ``train()`` runs it until the env-step
+    or episode budget is spent; ``train(resume=True)`` continues from the newest checkpoint.
+    """
+
+    algo = "base"
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        model: Any = None,
+        tokenizer: Any = None,
+        policy_config: Any = None,
+    ):
+        import torch
+
+        self.torch = torch
+        self.config = config
+        if config.num_threads > 0:
+            torch.set_num_threads(config.num_threads)
+        self.run_dir = Path(config.output_dir)
+        self._seed_everything(config.seed)
+        if model is None:
+            model, tokenizer = load_model_for(config.model, config.device)
+        self.tokenizer = tokenizer
+        self.device = next(model.parameters()).device
+        self.model = self._prepare_model(model)
+        self.policy = self._make_policy(policy_config)
+        # No env_id: the trainer only updates on episodes handed to it (llmgym.Agent).
+        self.envs = (
+            make_envs(config.env_id, config.num_envs, config.env_kwargs) if config.env_id else []
+        )
+        self.iteration = 0
+        self.env_steps = 0
+        self.episodes_done = 0
+        self.seeds_used = 0
+        self.skipped_updates = 0
+        self.merged_adapters: list[dict[str, Any]] = []  # reference refreshes (REINFORCE)
+        self._ref_cache: dict[tuple, float] = {}
+        self._recent_successes: list[Step] = []
+        self._warned: Counter[str] = Counter()
+        self.extra_modules: dict[str, Any] = {}  # e.g. PPO's value head (saved, optimised)
+        self.setup()
+        self.optimizer = self._make_optimizer()
+        self.logger: MetricsLogger | None = None
+
+    # ---- construction ----------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Hook for subclasses: build extra modules before the optimizer is created."""
+
+    def _seed_everything(self, seed: int) -> None:
+        random.seed(seed)
+        np.random.seed(seed)
+        self.torch.manual_seed(seed)
+
+    def _lora_config(self, model: Any) -> Any:
+        from peft import LoraConfig
+
+        targets = self.config.lora_target_modules
+        if targets is None:
+            targets = default_lora_targets(self.config.model)
+        layers: dict[str, Any] = {}
+        n_layers = getattr(getattr(model, "config", None), "num_hidden_layers", None)
+        if self.config.lora_layers and n_layers and self.config.lora_layers < n_layers:
+            first = n_layers - self.config.lora_layers
+            layers = {
+                "layers_to_transform": list(range(first, n_layers)),
+                "layers_pattern": "layers",
+            }
+        return LoraConfig(
+            r=self.config.lora_r,
+            lora_alpha=self.config.lora_alpha,
+            lora_dropout=self.config.lora_dropout,
+            target_modules=list(targets) if not isinstance(targets, str) else targets,
+            task_type="CAUSAL_LM",
+            **layers,
+        )
+
+    def _prepare_model(self, model: Any) -> Any:
+        if not self.config.lora:
+            self._ref_model = None
+            model.train()
+            return model
+        from peft import get_peft_model
+
+        model = get_peft_model(model, self._lora_config(model))
+        model.train()
+        return model
+
+    def _make_policy(self, policy_config: Any = None) -> Any:
+        from llmgym.agents.policy import LLMPolicy, PolicyConfig
+
+        if policy_config is not None:
+            return LLMPolicy(self.model, self.tokenizer, policy_config)
+        names = {f.name for f in dataclasses.fields(PolicyConfig)}
+        kwargs = dict(
+            mode=self.config.mode,
+            history=self.config.history,
+            temperature=self.config.temperature,
+            max_new_tokens=self.config.max_new_tokens,
+        )
+        kwargs = {k: v for k, v in kwargs.items() if k in names} | self.config.policy_kwargs
+        return LLMPolicy(self.model, self.tokenizer, PolicyConfig(**kwargs))
+
+    def trainable_parameters(self) -> list[Any]:
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        for module in self.extra_modules.values():
+            params += [p for p in module.parameters() if p.requires_grad]
+        return params
+
+    def _make_optimizer(self, lr: float | None = None) -> Any:
+        return self.torch.optim.AdamW(
+            self.trainable_parameters(),
+            lr=lr or self.config.learning_rate,
+            weight_decay=self.config.weight_decay,
+        )
+
+    # ---- policy helpers ----------------------------------------------------------------
+
+    @contextmanager
+    def greedy(self, on: bool = True) -> Iterator[None]:
+        """Temporarily act greedily (evaluation)."""
+        cfg = self.policy.config
+        old = cfg.greedy
+        cfg.greedy = on
+        try:
+            yield
+        finally:
+            cfg.greedy = old
+
+    @contextmanager
+    def reference(self) -> Iterator[None]:
+        """Run the policy as the reference: the adapter switched off (LoRA) or the frozen copy
+        (full fine-tune)."""
+        if self.config.lora:
+            with self.model.disable_adapter():
+                yield
+            return
+        if getattr(self, "_ref_model", None) is None:
+            import copy
+
+            self._ref_model = copy.deepcopy(self.model).eval().requires_grad_(False)
+        live = self.policy.model
+        self.policy.model = self._ref_model
+        try:
+            yield
+        finally:
+            self.policy.model = live
+
+    def evaluate_samples(self, samples: Sequence[Any]) -> Any:
+        """``policy.evaluate`` (differentiable log-probs, entropy, hidden state), through the
+        shared-prefix KV cache when ``prefix_cache_grad`` is on (see :func:`evaluate_cached`)."""
+        if self.config.prefix_cache_grad:
+            return evaluate_cached(self.policy, list(samples))
+        return self.policy.evaluate(list(samples))
+
+    def reference_logprobs(self, samples: Sequence[Any]) -> Any:
+        """log pi_ref(taken | prompt) per sample; memoised per (prompt, completion) in score mode
+        with a Markov prompt (the reference only changes on a refresh)."""
+        torch = self.torch
+        keys = [sample_key(s) for s in samples]
+        missing = [i for i, k in enumerate(keys) if k not in self._ref_cache]
+        for chunk in _chunks(missing, self.config.micro_batch_size):
+            with torch.no_grad(), self.reference():
+                out = self.evaluate_samples([samples[i] for i in chunk])
+            for i, lp in zip(chunk, out.logprob.tolist()):
+                self._ref_cache[keys[i]] = lp
+        values = torch.tensor([self._ref_cache[k] for k in keys], dtype=torch.float32)
+        if self.config.mode != "score" or self.config.history:
+            self._ref_cache.clear()  # prompts rarely repeat: keep memory flat
+        return values.to(self.device)
+
+    def refresh_reference(self) -> None:
+        """Make the current policy the new reference: merge the adapter into the base weights
+        and start a fresh adapter (the merged deltas are kept so a resume can replay them)."""
+        self._ref_cache.clear()
+        if not self.config.lora:
+            self._ref_model = None
+            return
+        from peft import get_peft_model, get_peft_model_state_dict
+
+        state = {
+            k: v.detach().cpu().clone() for k, v in get_peft_model_state_dict(self.model).items()
+        }
+        self.merged_adapters.append(state)
+        base = self.model.merge_and_unload()
+        self.model = get_peft_model(base, self._lora_config(base))
+        self.model.train()
+        self.policy.model = self.model
+        self.optimizer = self._make_optimizer()
+
+    # ---- the optimisation step -----------------------------------------------------------
+
+    def optimize(
+        self,
+        indices: Sequence[int],
+        loss_fn: Callable[[list[int]], tuple[Any, dict[str, float]]],
+        lr: float | None = None,
+    ) -> dict[str, float] | None:
+        """One optimizer step over ``indices``, accumulated over micro-batches.
+
+        ``loss_fn(micro)`` returns the *mean* loss over the micro-batch and scalar stats. A
+        non-finite loss or gradient skips the step (counted in ``train/skipped_updates``).
+        Returns the averaged stats, or None when the step was skipped.
+        """
+        torch = self.torch
+        self.optimizer.zero_grad(set_to_none=True)
+        n = len(indices)
+        totals: dict[str, float] = {}
+        for micro in _chunks(list(indices), self.config.micro_batch_size):
+            loss, stats = loss_fn(micro)
+            if not torch.isfinite(loss):
+                return self._skip("non-finite loss")
+            (loss * (len(micro) / n)).backward()
+            for k, v in stats.items():
+                totals[k] = totals.get(k, 0.0) + float(v) * len(micro) / n
+        params = self.trainable_parameters()
+        norm = torch.nn.utils.clip_grad_norm_(params, self.config.max_grad_norm)
+        if not torch.isfinite(norm):
+            return self._skip("non-finite gradient")
+        if lr is not None:
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        totals["losses/grad_norm"] = float(norm)
+        return totals
+
+    def _skip(self, why: str) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        self.skipped_updates += 1
+        self._warn(f"skipped an update: {why}", key="skip")
+        return None
+
+    # ---- the loop -------------------------------------------------------------------------
+
+    def next_seeds(self, n: int) -> list[int]:
+        """Env seeds of the next ``n`` training episodes (deterministic in the episode index)."""
+        base = self.config.seed * 100_003
+        seeds = [base + self.seeds_used + i for i in range(n)]
+        self.seeds_used += n
+        return seeds
+
+    def collect(self) -> list[Episode]:
+        """Complete episodes for one iteration (GRPO overrides this to form groups)."""
+        n = self.config.episodes_per_update
+        with self.greedy(False):
+            return run_episodes(
+                self.policy, self.envs, self.next_seeds(n), first_index=self.episodes_done
+            )
+
+    def update(self, episodes: list[Episode]) -> dict[str, float]:
+        """Compute advantages and take the optimizer steps; return metrics."""
+        raise NotImplementedError
+
+    def evaluate(self, episodes: int | None = None, seed_base: int = EVAL_SEED_BASE) -> dict:
+        """Mean return, its 95 % CI, success rate and parse rate over fixed evaluation seeds."""
+        n = episodes or self.config.eval_episodes
+        return evaluate_policy(
+            self.policy,
+            self.envs,
+            [seed_base + i for i in range(n)],
+            greedy=self.config.eval_greedy,
+            markov=self.config.history == 0,
+        )
+
+    def sft_warm_start(self) -> dict[str, float]:
+        """Run the configured SFT warm start (``sft`` = auto | FILE)."""
+        from llmgym.agents.trainers.sft import SFTConfig, build_demos, save_demos, sft_train
+
+        demos = build_demos(
+            self.config.sft,
+            self.config.env_id,
+            self.config.env_kwargs,
+            episodes=self.config.sft_episodes,
+            seed=self.config.seed,
+        )
+        save_demos(self.run_dir / "sft_demos.jsonl", demos)
+        cfg = SFTConfig(
+            epochs=self.config.sft_epochs,
+            learning_rate=self.config.sft_learning_rate,
+            micro_batch_size=self.config.micro_batch_size,
+            batch_size=self.config.minibatch_size,
+            seed=self.config.seed,
+        )
+        start = time.perf_counter()
+        if self.config.progress:
+            print(f"SFT warm start on {len(demos)} demos, {cfg.epochs} epochs ...", flush=True)
+
+        def on_epoch(epoch: int) -> None:
+            if self.config.progress:
+                elapsed = time.perf_counter() - start
+                print(f"  SFT epoch {epoch + 1}/{cfg.epochs} done ({elapsed:.0f} s)", flush=True)
+
+        stats = sft_train(
+            self.policy, demos, cfg, params=self.trainable_parameters(), on_epoch=on_epoch
+        )
+        self._ref_cache.clear()
+        return stats
+
+    def train(self, resume: bool = False) -> dict[str, Any]:
+        """Run until the budget is spent; returns the final evaluation."""
+        cfg = self.config
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if resume:
+            self.load_checkpoint()
+        else:
+            self._save_run_info()
+        self.logger = MetricsLogger(self.run_dir, cfg.to_dict())
+        if resume:
+            self.logger.truncate(self.env_steps)
+        pbar = _progress(cfg.progress, total=self._budget(), initial=self._spent())
+        try:
+            if self.iteration == 0 and not resume:
+                start = time.perf_counter()
+                metrics: dict[str, Any] = {}
+                if cfg.sft != "none":
+                    metrics |= self.sft_warm_start()
+                ev = self.evaluate()
+                metrics |= _eval_metrics(ev) | {"perf/eval_s": time.perf_counter() - start}
+                self.logger.log(metrics, self.env_steps)
+                _write(pbar, f"iter 0: eval return {ev['mean_return']:.3f}")
+                if cfg.sft != "none":
+                    self.save_checkpoint()  # iter_000000 = the SFT warm start (RL can restart here)
+            while not self._done():
+                self.run_iteration(pbar)
+            final = self.evaluate()
+            self.logger.log(_eval_metrics(final) | {"iteration": self.iteration}, self.env_steps)
+            self.save_checkpoint()
+            return final
+        finally:
+            if pbar is not None:
+                pbar.close()
+            self.logger.close()
+
+    def run_iteration(self, pbar: Any = None) -> dict[str, Any]:
+        """Collect, update, log, maybe evaluate and checkpoint. Returns the logged metrics."""
+        cfg = self.config
+        t0 = time.perf_counter()
+        episodes = self.collect()
+        t1 = time.perf_counter()
+        steps = sum(e.length for e in episodes)
+        metrics = self.train_on_episodes(episodes)
+        t2 = time.perf_counter()
+        metrics |= {
+            "perf/env_steps_per_s": steps / max(t1 - t0, 1e-9),
+            "perf/rollout_s": t1 - t0,
+            "perf/update_s": t2 - t1,
+            "perf/iteration_s": t2 - t0,
+        }
+        if cfg.eval_every and self.iteration % cfg.eval_every == 0 and not self._done():
+            metrics |= _eval_metrics(self.evaluate())
+        self.diagnose(metrics, episodes)
+        if self.logger is not None and self.iteration % cfg.log_every == 0:
+            self.logger.log(metrics, self.env_steps)
+        if cfg.checkpoint_every and self.iteration % cfg.checkpoint_every == 0:
+            self.save_checkpoint()
+        if pbar is not None:
+            pbar.n = min(self._spent(), pbar.total)
+            pbar.set_postfix(
+                ret=f"{metrics['charts/episodic_return']:.2f}",
+                kl=f"{metrics.get('losses/kl', 0.0):.3f}",
+                ent=f"{metrics.get('charts/entropy', float('nan')):.2f}",
+                refresh=False,
+            )
+            pbar.refresh()
+        return metrics
+
+    def train_on_episodes(self, episodes: list[Episode]) -> dict[str, Any]:
+        """One update on finished episodes (collected by :meth:`collect` or handed in by
+        ``llmgym.Agent``); advances the counters and returns the metrics."""
+        self.env_steps += sum(e.length for e in episodes)
+        self.episodes_done += len(episodes)
+        self.model.train()
+        metrics = self.update(episodes)
+        if self.config.sft_during_rl > 0:
+            metrics |= self._continued_sft(episodes)
+        self.iteration += 1
+        return (
+            metrics
+            | rollout_metrics(episodes)
+            | {
+                "iteration": self.iteration,
+                "episodes": self.episodes_done,
+                "train/skipped_updates": self.skipped_updates,
+                "train/lr": self.optimizer.param_groups[0]["lr"],
+            }
+        )
+
+    def _continued_sft(self, episodes: list[Episode]) -> dict[str, float]:
+        """Continued SFT on recent successful episodes (return > 0), weighted in as a loss."""
+        for ep in episodes:
+            if ep.ret > 0:
+                self._recent_successes += [s for s in ep.steps if s.parse_ok]
+        self._recent_successes = self._recent_successes[-256:]
+        if not self._recent_successes:
+            return {}
+        rng = random.Random(self.iteration)
+        batch = rng.sample(self._recent_successes, min(len(self._recent_successes), 32))
+        samples = [s.sample for s in batch]
+
+        def loss_fn(idx: list[int]) -> tuple[Any, dict[str, float]]:
+            out = self.evaluate_samples([samples[i] for i in idx])
+            loss = -self.config.sft_during_rl * sequence_mean_logprob(out, self.config.mode).mean()
+            return loss, {"losses/sft": loss.item()}
+
+        return self.optimize(list(range(len(samples))), loss_fn) or {}
+
+    def _budget(self) -> int:
+        return self.config.total_env_steps
+
+    def _spent(self) -> int:
+        return self.env_steps
+
+    def _done(self) -> bool:
+        cfg = self.config
+        if cfg.total_episodes and self.episodes_done >= cfg.total_episodes:
+            return True
+        return self.env_steps >= cfg.total_env_steps
+
+    # ---- diagnostics ---------------------------------------------------------------------
+
+    def _warn(self, message: str, key: str | None = None) -> None:
+        key = key or message
+        self._warned[key] += 1
+        if self._warned[key] in (1, 10, 100):
+            warnings.warn(f"llmgym: {message}", RuntimeWarning, stacklevel=3)
+
+    def diagnose(self, metrics: dict[str, Any], episodes: list[Episode]) -> None:
+        """Collapse diagnostics: one action > 98 % of the time, entropy ~0, KL run-away."""
+        if not self.config.collapse_warn:
+            return
+        top = metrics.get("diagnostics/top_action_frac", 0.0)
+        n_actions = metrics.get("diagnostics/num_valid_actions", 0)
+        collapsed = n_actions > 1 and top > 0.98 and metrics.get("charts/episodic_length", 0) > 0
+        metrics["diagnostics/collapsed"] = float(collapsed)
+        if collapsed and sum(e.length for e in episodes) >= 30:
+            self._warn(
+                f"action distribution collapsed: {metrics.get('diagnostics/top_action')!r} is "
+                f"chosen {top:.0%} of the time (raise the entropy bonus or KL coefficient, or "
+                "lower the learning rate)",
+                key="collapse",
+            )
+        entropy = metrics.get("charts/entropy")
+        if entropy is not None and entropy < 0.01:
+            self._warn(f"policy entropy fell to {entropy:.4f}: exploration has stopped", "entropy")
+        kl = metrics.get("losses/kl")
+        if kl is not None and kl > self.config.kl_warn:
+            self._warn(f"KL to the reference ran away ({kl:.2f} > {self.config.kl_warn})", "kl")
+
+    # ---- checkpoints -------------------------------------------------------------------------
+
+    def _save_run_info(self) -> None:
+        info = {
+            "config": self.config.to_dict(),
+            "algo": self.algo,
+            "versions": library_versions(),
+            "train_seed_formula": "seed * 100003 + i (i counts seeds drawn; one per GRPO group)",
+            "eval_seeds": f"{EVAL_SEED_BASE} + i",
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        (self.run_dir / "run.json").write_text(json.dumps(info, indent=2, default=str))
+
+    def save_checkpoint(self) -> Path:
+        """Adapter (safetensors) + extra modules + optimizer + RNG states + counters + config."""
+        torch = self.torch
+        from safetensors.torch import save_file
+
+        path = self.run_dir / "checkpoints" / f"iter_{self.iteration:06d}"
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
+        save_file(_contiguous(self.model_state()), str(tmp / "model.safetensors"))
+        for name, module in self.extra_modules.items():
+            save_file(_contiguous(module.state_dict()), str(tmp / f"{name}.safetensors"))
+        for i, state in enumerate(self.merged_adapters):
+            save_file(_contiguous(state), str(tmp / f"merged_{i:03d}.safetensors"))
+        torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
+        rng = {
+            "python": random.getstate(),
+            "numpy": np.random.get_state(),
+            "torch": torch.get_rng_state(),
+        }
+        if torch.cuda.is_available():
+            rng["cuda"] = torch.cuda.get_rng_state_all()
+        generator = getattr(self.policy, "generator", None)
+        if generator is not None:
+            rng["policy"] = generator.get_state()
+        torch.save(rng, tmp / "rng.pt")
+        state = {
+            "iteration": self.iteration,
+            "env_steps": self.env_steps,
+            "episodes_done": self.episodes_done,
+            "seeds_used": self.seeds_used,
+            "skipped_updates": self.skipped_updates,
+            "merged_adapters": len(self.merged_adapters),
+            "algo": self.algo,
+            "lora": self.config.lora,
+        } | self.extra_state()
+        (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2))
+        (tmp / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2, default=str))
+        if path.exists():
+            import shutil
+
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+        (self.run_dir / "checkpoints" / "latest").write_text(path.name)
+        return path
+
+    def model_state(self) -> dict[str, Any]:
+        if self.config.lora:
+            from peft import get_peft_model_state_dict
+
+            return get_peft_model_state_dict(self.model)
+        return {k: v for k, v in self.model.state_dict().items()}
+
+    def extra_state(self) -> dict[str, Any]:
+        """Hook: algorithm counters to checkpoint (JSON-serialisable)."""
+        return {}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        """Hook: restore what :meth:`extra_state` saved."""
+
+    def latest_checkpoint(self) -> Path | None:
+        pointer = self.run_dir / "checkpoints" / "latest"
+        if not pointer.exists():
+            return None
+        return self.run_dir / "checkpoints" / pointer.read_text().strip()
+
+    def load_checkpoint(self, path: str | Path | None = None) -> None:
+        """Restore everything :meth:`save_checkpoint` wrote; the next iteration then matches
+        the uninterrupted run."""
+        torch = self.torch
+        from safetensors.torch import load_file
+
+        ckpt = Path(path) if path else self.latest_checkpoint()
+        if ckpt is None or not ckpt.exists():
+            raise TrainingError(
+                f"No checkpoint to resume in {self.run_dir}; drop --resume or point --output at "
+                "an earlier run directory."
+            )
+        state = json.loads((ckpt / "trainer_state.json").read_text())
+        if state.get("algo") != self.algo:
+            raise TrainingError(
+                f"The checkpoint in {ckpt} was written by {state.get('algo')!r}, not "
+                f"{self.algo!r}; resume with --algo {state.get('algo')}."
+            )
+        for i in range(state.get("merged_adapters", 0)):
+            from peft import set_peft_model_state_dict
+
+            merged = load_file(str(ckpt / f"merged_{i:03d}.safetensors"))
+            set_peft_model_state_dict(self.model, merged)
+            self.merged_adapters.append(merged)
+            from peft import get_peft_model
+
+            base = self.model.merge_and_unload()
+            self.model = get_peft_model(base, self._lora_config(base))
+            self.model.train()
+            self.policy.model = self.model
+        weights = load_file(str(ckpt / "model.safetensors"), device=str(self.device))
+        if self.config.lora:
+            from peft import set_peft_model_state_dict
+
+            set_peft_model_state_dict(self.model, weights)
+        else:
+            self.model.load_state_dict(weights)
+        for name, module in self.extra_modules.items():
+            module.load_state_dict(load_file(str(ckpt / f"{name}.safetensors")))
+        self.optimizer = self._make_optimizer()
+        self.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=False))
+        rng = torch.load(ckpt / "rng.pt", weights_only=False)
+        random.setstate(rng["python"])
+        np.random.set_state(rng["numpy"])
+        torch.set_rng_state(rng["torch"])
+        if "cuda" in rng and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(rng["cuda"])
+        if "policy" in rng and getattr(self.policy, "generator", None) is not None:
+            self.policy.generator.set_state(rng["policy"])
+        self.iteration = state["iteration"]
+        self.env_steps = state["env_steps"]
+        self.episodes_done = state["episodes_done"]
+        self.seeds_used = state["seeds_used"]
+        self.skipped_updates = state["skipped_updates"]
+        self.load_extra_state(state)
+        self._ref_cache.clear()
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+
+
+def load_model_for(name: str, device: str = "auto") -> tuple[Any, Any]:
+    """``load_model`` plus ``tiny`` (a random tiny Llama for tests and smoke runs)."""
+    if name == "tiny":
+        from llmgym.agents.testing import tiny_model
+
+        return tiny_model(seed=0)
+    from llmgym.agents.models import load_model
+
+    return load_model(name, device=device)
+
+
+def default_lora_targets(name: str) -> Any:
+    if name == "tiny":
+        return ["q_proj", "v_proj"]
+    from llmgym.agents.models import get_model_defaults
+
+    return get_model_defaults(name).lora_target_modules
+
+
+def evaluate_cached(policy: Any, samples: list[Any]) -> Any:
+    """``policy.evaluate(samples)`` in score mode, but the prompt prefix the samples share (the
+    system prompt) is encoded once without gradient and its KV cache reused; the gradient flows
+    through the rest of each prompt and the candidates. Other modes: ``policy.evaluate``."""
+    import torch
+
+    if policy.config.mode != "score" or not policy.config.prefix_cache or len(samples) < 2:
+        return policy.evaluate(samples)
+    from llmgym.agents.policy import PolicyOutput
+
+    prompts = [s.prompt_ids for s in samples]
+    with torch.no_grad():  # encode the shared prefix as constants under the current weights
+        policy._shared_prefix(prompts)
+    last_logits, cache, mask, hidden = policy._encode_prompts(prompts, shared=True, hidden=True)
+    token_logprobs = policy._candidate_logprobs(
+        last_logits, cache, mask, [s.candidate_ids for s in samples]
+    )
+    logprob, entropy = [], []
+    for s, cands in zip(samples, token_logprobs):
+        actions = s.valid_actions or [""] * len(cands)
+        logpi = torch.log_softmax(policy._scores(cands, actions) / policy.config.temperature, -1)
+        logprob.append(logpi[s.action_index])
+        entropy.append(-(logpi.exp() * logpi).sum())
+    return PolicyOutput(torch.stack(logprob), torch.stack(entropy), hidden)
+
+
+def sample_key(sample: Any) -> tuple:
+    """Hashable identity of (prompt, taken action) of a sample."""
+    completion = getattr(sample, "completion_ids", None)
+    index = getattr(sample, "action_index", None)
+    return (
+        tuple(_as_list(sample.prompt_ids)),
+        tuple(_as_list(completion)) if completion is not None else (),
+        index,
+    )
+
+
+def sequence_mean_logprob(out: Any, mode: str) -> Any:
+    """Per-sample log-likelihood normalised for SFT: the candidate log-prob in score mode, the
+    mean token log-prob of the completion in generate mode."""
+    if mode == "generate" and getattr(out, "token_logprobs", None) is not None:
+        import torch
+
+        return torch.stack([t.mean() for t in out.token_logprobs])
+    return out.logprob
+
+
+def rollout_metrics(episodes: list[Episode]) -> dict[str, Any]:
+    """Return, length, parse rate, entropy and the action histogram of a batch of episodes."""
+    steps = [s for e in episodes for s in e.steps]
+    returns = [e.ret for e in episodes]
+    names: Counter[str] = Counter(s.action for s in steps)
+    n_valid = max((s.num_actions for s in steps), default=0)
+    top, top_n = names.most_common(1)[0] if names else ("", 0)
+    metrics: dict[str, Any] = {
+        "charts/episodic_return": float(np.mean(returns)) if returns else float("nan"),
+        "charts/episodic_length": float(np.mean([e.length for e in episodes])) if episodes else 0.0,
+        "charts/success_rate": float(np.mean([r > 0 for r in returns])) if returns else 0.0,
+        "llmgym/parse_rate": float(np.mean([s.parse_ok for s in steps])) if steps else float("nan"),
+        "diagnostics/top_action_frac": top_n / max(len(steps), 1),
+        "diagnostics/top_action": top,
+        "diagnostics/num_valid_actions": n_valid,
+    }
+    logprobs = [_sample_logprob(s.sample) for s in steps]
+    logprobs = [lp for lp in logprobs if lp is not None]
+    if logprobs:
+        metrics["charts/sample_nll"] = -float(np.mean(logprobs))
+    return metrics
+
+
+def _sample_logprob(sample: Any) -> float | None:
+    lp = getattr(sample, "logprob", None)
+    if lp is None:
+        lps = getattr(sample, "logprobs", None)
+        if lps is None:
+            return None
+        lp = sum(_as_list(lps)) if getattr(sample, "candidate_ids", None) is None else None
+    return float(lp) if lp is not None else None
+
+
+def evaluate_policy(
+    policy: Any,
+    envs: Sequence[gym.Env],
+    seeds: Sequence[int],
+    *,
+    greedy: bool = True,
+    markov: bool = True,
+) -> dict[str, Any]:
+    """Play one episode per seed; mean return with its 95 % CI, success and parse rates."""
+    import torch
+
+    cfg = policy.config
+    old = cfg.greedy
+    cfg.greedy = greedy
+    cache = {} if (greedy and markov) else None
+    try:
+        with torch.no_grad():
+            episodes = run_episodes(policy, envs, seeds, cache=cache)
+    finally:
+        cfg.greedy = old
+    returns = [e.ret for e in episodes]
+    mean, ci = mean_ci95(returns)
+    steps = [s for e in episodes for s in e.steps]
+    return {
+        "mean_return": mean,
+        "ci95": ci,
+        "episodes": len(episodes),
+        "success_rate": float(np.mean([r > 0 for r in returns])),
+        "parse_rate": float(np.mean([s.parse_ok for s in steps])) if steps else float("nan"),
+        "mean_length": float(np.mean([e.length for e in episodes])),
+        "returns": returns,
+    }
+
+
+def _eval_metrics(ev: dict[str, Any]) -> dict[str, float]:
+    return {
+        "eval/mean_return": ev["mean_return"],
+        "eval/ci95": ev["ci95"],
+        "eval/success_rate": ev["success_rate"],
+        "eval/parse_rate": ev["parse_rate"],
+        "eval/mean_length": ev["mean_length"],
+    }
+
+
+def _as_list(x: Any) -> list:
+    if x is None:
+        return []
+    if hasattr(x, "tolist"):
+        x = x.tolist()
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _chunks(items: list, size: int) -> Iterator[list]:
+    size = max(1, size)
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _contiguous(state: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.detach().contiguous().cpu() for k, v in state.items()}
+
+
+def _progress(enabled: bool, total: int, initial: int) -> Any:
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, initial=initial, unit="step", desc="env steps", dynamic_ncols=True)
+
+
+def _write(pbar: Any, message: str) -> None:
+    if pbar is not None:
+        pbar.write(message)
+
+
+def minibatches(n: int, size: int, rng: np.random.Generator) -> list[list[int]]:
+    """Shuffled index minibatches covering ``range(n)``."""
+    order = rng.permutation(n).tolist()
+    return [order[i : i + size] for i in range(0, n, max(1, size))]
+
+
+def mean_stats(history: list[dict[str, float]]) -> dict[str, float]:
+    """Average each stat over the optimizer steps that reported it."""
+    keys: list[str] = []
+    for h in history:
+        keys += [k for k in h if k not in keys]
+    return {k: float(np.mean([h[k] for h in history if k in h])) for k in keys}

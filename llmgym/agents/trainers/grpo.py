@@ -1,0 +1,266 @@
+"""GRPO for LLM agents in text envs, in one file.
+
+Group Relative Policy Optimization (Shao et al. 2024, DeepSeekMath) without a critic: a
+*group* of G rollouts starts from the same situation, and each rollout's advantage is its
+return minus the group mean, divided by the group std. Two ways to form groups:
+
+- ``group_level="episode"``: G episodes reset with the *same env seed* (same deal, same map,
+  same initial state); every turn of an episode gets that episode's advantage.
+- ``group_level="step"``: play the seed's episode with the current policy up to a random
+  turn, then copy the env G times and let each copy take its own sampled action and play on
+  to the end; only the branching turn is trained, with the group-normalised return-to-go.
+
+The advantage always belongs to the exact sample whose ``text`` the env stepped with.
+Groups where every return is equal carry no signal and are dropped from the update (unless a
+KL term is on). The objective is PPO's clipped ratio (token-level, averaged per completion in
+generate mode) with an optional KL(pi || pi_ref) penalty (k3 estimator), reference = the model
+with the LoRA adapter switched off.
+
+Run it::
+
+    llmgym train Text-Blackjack-v1 --algo grpo --mode score --sft auto --steps 3000
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from llmgym.agents.trainers.base import (
+    Episode,
+    Step,
+    TrainConfig,
+    Trainer,
+    _step,
+    discounted_returns,
+    mean_stats,
+    minibatches,
+    run_episodes,
+)
+
+
+@dataclass
+class GRPOConfig(TrainConfig):
+    """GRPO hyperparameters (plus the shared :class:`TrainConfig` fields)."""
+
+    algo: str = "grpo"
+    """Algorithm name (fixed)."""
+    group_size: int = 8
+    """G: rollouts per group (``episodes_per_update // group_size`` groups per iteration)."""
+    group_level: str = "episode"
+    """``episode``: G episodes share the env seed; ``step``: G branches from one state."""
+    max_branch_depth: int = 4
+    """Step-level groups branch at a turn drawn uniformly from [0, max_branch_depth)."""
+    scale_rewards: bool = True
+    """Divide by the group std (False = mean-centring only, as in Dr. GRPO)."""
+    clip_coef: float = 0.2
+    """Ratio clipping range."""
+    beta: float = 0.0
+    """Weight of the KL(pi || pi_ref) penalty (0 = none, the reference is never run)."""
+    update_epochs: int = 1
+    """Passes over each batch (1 = the ratio is 1 and clipping is inactive)."""
+    ent_coef: float = 0.0
+    """Entropy bonus weight."""
+    gamma: float = 1.0
+    """Discount of the returns compared within a group (< 1 favours shorter episodes, e.g.
+    0.95 on FrozenLake, where bumping into walls costs nothing otherwise)."""
+
+
+class GRPOTrainer(Trainer):
+    """GRPO with episode- or step-level groups; see the module docstring."""
+
+    algo = "grpo"
+    config: GRPOConfig
+
+    def setup(self) -> None:
+        cfg = self.config
+        if cfg.group_level not in ("episode", "step"):
+            raise ValueError(f"group_level must be 'episode' or 'step', not {cfg.group_level!r}")
+        if cfg.group_size < 2:
+            raise ValueError("GRPO needs group_size >= 2 (advantages are relative to a group).")
+        self._np_rng = np.random.default_rng(cfg.seed + 1)
+        self._train: list[tuple[Step, float]] = []
+        self._train_for: list[Episode] | None = None
+
+    def extra_state(self) -> dict[str, Any]:
+        return {"np_rng": self._np_rng.bit_generator.state}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        if "np_rng" in state:
+            self._np_rng.bit_generator.state = state["np_rng"]
+
+    @property
+    def num_groups(self) -> int:
+        return max(1, self.config.episodes_per_update // self.config.group_size)
+
+    # ---- grouped rollouts ----------------------------------------------------------------
+
+    def collect(self) -> list[Episode]:
+        G = self.config.group_size
+        group_seeds = self.next_seeds(self.num_groups)
+        with self.greedy(False):
+            if self.config.group_level == "episode":
+                seeds = [s for s in group_seeds for _ in range(G)]
+                groups = [g for g in range(len(group_seeds)) for _ in range(G)]
+                episodes = run_episodes(
+                    self.policy, self.envs, seeds, first_index=self.episodes_done, groups=groups
+                )
+                self._train = self._episode_advantages(episodes)
+                self._train_for = episodes
+                return episodes
+            return self._collect_steps(group_seeds)
+
+    def _episode_advantages(self, episodes: list[Episode]) -> list[tuple[Step, float]]:
+        out = []
+        by_group: dict[int, list[Episode]] = {}
+        for ep in episodes:
+            by_group.setdefault(ep.group, []).append(ep)
+        for members in by_group.values():
+            # Discounted from the first turn: with gamma < 1 shorter successes score higher.
+            returns = [
+                discounted_returns([s.reward for s in ep.steps], self.config.gamma)[0]
+                if ep.steps
+                else 0.0
+                for ep in members
+            ]
+            adv = self._normalise(returns)
+            for ep, a in zip(members, adv):
+                out += [(s, a) for s in ep.steps]
+        return out
+
+    def _normalise(self, returns: list[float]) -> list[float]:
+        r = np.asarray(returns, dtype=float)
+        adv = r - r.mean()
+        if self.config.scale_rewards:
+            adv = adv / (r.std() + 1e-4)
+        return adv.tolist()
+
+    def _collect_steps(self, group_seeds: list[int]) -> list[Episode]:
+        """Step-level groups: a prefix played by the policy, then G branches to the end."""
+        cfg = self.config
+        G = cfg.group_size
+        self._train = []
+        episodes: list[Episode] = []
+        rng = random.Random(int(self._np_rng.integers(2**31)))
+        for g, seed in enumerate(group_seeds):
+            env = self.envs[0]
+            obs, info = env.reset(seed=seed)
+            depth = rng.randrange(cfg.max_branch_depth)
+            prefix = Episode(self.episodes_done + g, seed, group=g)
+            done = False
+            for _ in range(depth):
+                sample = self.policy.act([obs], [info])[0]
+                obs2, reward, term, trunc, info2 = env.step(sample.text)
+                prefix.steps.append(_step(sample, reward, term, trunc, info2, info))
+                obs, info = obs2, info2
+                if term or trunc:
+                    done = True
+                    break
+            if done:  # the episode ended before the branch point: branch at its last state
+                obs, info = env.reset(seed=seed)
+                prefix.steps.clear()
+            branches = [copy.deepcopy(env) for _ in range(G)]
+            branch_eps = self._play_branches(branches, obs, info, g, seed)
+            returns = [
+                discounted_returns([s.reward for s in b.steps], cfg.gamma)[0] for b in branch_eps
+            ]
+            adv = self._normalise(returns)
+            for b, a in zip(branch_eps, adv):
+                self._train.append((b.steps[0], a))
+            episodes += branch_eps
+        self._train_for = episodes
+        return episodes
+
+    def _play_branches(
+        self, envs: list[Any], obs: str, info: dict, group: int, seed: int
+    ) -> list[Episode]:
+        eps = [Episode(-1, seed, group=group) for _ in envs]
+        state = {i: (obs, info) for i in range(len(envs))}
+        while state:
+            live = sorted(state)
+            samples = self.policy.act([state[i][0] for i in live], [state[i][1] for i in live])
+            for i, sample in zip(live, samples):
+                obs2, reward, term, trunc, info2 = envs[i].step(sample.text)
+                eps[i].steps.append(_step(sample, reward, term, trunc, info2, state[i][1]))
+                if term or trunc:
+                    del state[i]
+                else:
+                    state[i] = (obs2, info2)
+        return eps
+
+    # ---- the update --------------------------------------------------------------------------
+
+    def update(self, episodes: list[Episode]) -> dict[str, float]:
+        torch, cfg = self.torch, self.config
+        # Episodes handed in from outside (llmgym.Agent) form groups by their ``group`` field.
+        pairs = self._train if self._train_for is episodes else self._episode_advantages(episodes)
+        if cfg.beta == 0:
+            pairs = [(s, a) for s, a in pairs if abs(a) > 1e-8]
+        informative = len(pairs)
+        if not pairs:
+            return {"grpo/informative_samples": 0.0}
+        samples = [s.sample for s, _ in pairs]
+        adv = torch.tensor([a for _, a in pairs], dtype=torch.float32, device=self.device)
+        old_logp = old_tokens = None
+        if cfg.update_epochs > 1:
+            old_logp, old_tokens = self._old_logprobs(samples)
+        ref = self.reference_logprobs(samples) if cfg.beta > 0 else None
+        generate = cfg.mode == "generate"
+
+        def loss_fn(idx: list[int]) -> tuple[Any, dict[str, float]]:
+            out = self.evaluate_samples([samples[i] for i in idx])
+            logp = out.logprob.float()
+            a = adv[idx]
+            if generate and getattr(out, "token_logprobs", None) is not None:
+                pg = []
+                for j, i in enumerate(idx):
+                    tok = out.token_logprobs[j].float()
+                    old = old_tokens[i] if old_tokens is not None else tok.detach()
+                    r = (tok - old).exp()
+                    clipped = r.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
+                    pg.append(torch.max(-a[j] * r, -a[j] * clipped).mean())
+                pg_loss = torch.stack(pg).mean()
+            else:
+                old = old_logp[idx] if old_logp is not None else logp.detach()
+                r = (logp - old).exp()
+                clipped = r.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
+                pg_loss = torch.max(-a * r, -a * clipped).mean()
+            entropy = out.entropy.float().mean()
+            loss = pg_loss - cfg.ent_coef * entropy
+            kl = torch.zeros(())
+            if ref is not None:
+                d = ref[idx] - logp
+                kl = (d.exp() - d - 1).mean()
+                loss = loss + cfg.beta * kl
+            stats = {"losses/kl": kl.item()} if ref is not None else {}
+            return loss, stats | {
+                "losses/policy": pg_loss.item(),
+                "charts/entropy": entropy.item(),
+                "losses/total": loss.item(),
+            }
+
+        history = []
+        for _ in range(cfg.update_epochs):
+            for mb in minibatches(len(samples), cfg.minibatch_size, self._np_rng):
+                stats = self.optimize(mb, loss_fn)
+                if stats is not None:
+                    history.append(stats)
+        return mean_stats(history) | {"grpo/informative_samples": float(informative)}
+
+    def _old_logprobs(self, samples: list[Any]) -> tuple[Any, list[Any] | None]:
+        torch = self.torch
+        logps, tokens = [], []
+        for i in range(0, len(samples), self.config.micro_batch_size):
+            with torch.no_grad():
+                out = self.evaluate_samples(samples[i : i + self.config.micro_batch_size])
+            logps.append(out.logprob.float())
+            if getattr(out, "token_logprobs", None) is not None:
+                tokens += [t.float() for t in out.token_logprobs]
+        return torch.cat(logps), (tokens or None)
+
+
+__all__ = ["GRPOConfig", "GRPOTrainer"]

@@ -1,0 +1,96 @@
+"""Learning-curve plots of a run directory's ``metrics.csv`` (return, parse rate, KL, entropy)."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Any
+
+
+def read_metrics(run_dir: str | Path) -> list[dict[str, float]]:
+    """Rows of ``metrics.csv`` with numeric values (blank or text cells are dropped)."""
+    path = Path(run_dir) / "metrics.csv"
+    if not path.exists():
+        from llmgym.agents.trainers.base import TrainingError
+
+        raise TrainingError(f"No metrics.csv in {run_dir}; pass the --output directory of a run.")
+    rows = []
+    with path.open() as f:
+        for raw in csv.DictReader(f):
+            row = {}
+            for k, v in raw.items():
+                try:
+                    row[k] = float(v)
+                except (TypeError, ValueError):
+                    continue
+            rows.append(row)
+    return rows
+
+
+def _series(rows: list[dict[str, float]], key: str) -> tuple[list[float], list[float]]:
+    xs, ys = [], []
+    for r in rows:
+        if key in r and math.isfinite(r[key]):
+            xs.append(r.get("env_steps", len(xs)))
+            ys.append(r[key])
+    return xs, ys
+
+
+def plot_run(
+    run_dir: str | Path,
+    out: str | Path | None = None,
+    references: dict[str, float] | None = None,
+    title: str | None = None,
+) -> Path:
+    """Write a 2x2 learning-curve PNG (default ``RUN_DIR/learning_curve.png``); ``references``
+    draws horizontal lines (e.g. ``{"random": -0.39, "optimal": -0.043}``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = read_metrics(run_dir)
+    out = Path(out) if out else Path(run_dir) / "learning_curve.png"
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7), constrained_layout=True)
+    ax = axes[0, 0]
+    x, y = _series(rows, "charts/episodic_return")
+    if x:
+        ax.plot(x, y, alpha=0.45, label="train episodes (sampled)")
+    x, y = _series(rows, "eval/mean_return")
+    _, ci = _series(rows, "eval/ci95")
+    if x:
+        ax.plot(x, y, "o-", label="eval (greedy, fixed seeds)")
+        if len(ci) == len(y):
+            ax.fill_between(
+                x, [a - b for a, b in zip(y, ci)], [a + b for a, b in zip(y, ci)], alpha=0.2
+            )
+    for name, value in (references or {}).items():
+        ax.axhline(value, ls="--", lw=1, color="gray")
+        ax.annotate(name, (0, value), xycoords=("axes fraction", "data"), fontsize=8, va="bottom")
+    ax.set_title("return")
+    ax.legend(fontsize=8)
+    panels: list[tuple[Any, str, list[str]]] = [
+        (axes[0, 1], "parse rate", ["llmgym/parse_rate", "eval/parse_rate"]),
+        (axes[1, 0], "KL", ["losses/kl", "losses/approx_kl"]),
+        (axes[1, 1], "entropy", ["charts/entropy"]),
+    ]
+    for ax, name, keys in panels:
+        for key in keys:
+            x, y = _series(rows, key)
+            if x:
+                ax.plot(x, y, ".-", label=key)
+        ax.set_title(name)
+        if ax.lines:
+            ax.legend(fontsize=8)
+    for ax in axes.flat:
+        ax.set_xlabel("env steps")
+        ax.grid(alpha=0.3)
+    fig.suptitle(title or str(run_dir))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+__all__ = ["plot_run", "read_metrics"]

@@ -1,0 +1,259 @@
+"""PPO for LLM agents in text envs (turn-level), in one file.
+
+How it departs from PPO as written for Atari/MuJoCo (Schulman et al. 2017; CleanRL's
+``ppo.py``):
+
+- the actor is the LLM policy; an *action* is a whole turn: one candidate in score mode, the
+  whole completion in generate mode (the clipped ratio is then taken per completion token and
+  averaged over the turn's tokens; prompt tokens never carry loss);
+- the critic is a small MLP value head on the backbone's hidden state at the last prompt
+  token (as in TWOSOME / GLAM); by default its input is detached so the value loss cannot pull
+  the language model away from the policy objective;
+- GAE runs across the turns of an episode (gamma/lambda per turn, not per token);
+- iterations collect *complete* episodes (a truncated one bootstraps from V(final obs));
+- ``target_kl`` stops the epoch loop early once the approximate KL between the rollout
+  policy and the current one exceeds it; an optional KL penalty to the reference (the model
+  with the LoRA adapter switched off) keeps the policy near the pretrained model.
+
+Run it::
+
+    llmgym train Text-Blackjack-v1 --algo ppo --mode score --sft auto --steps 3000
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from llmgym.agents.trainers.base import Episode, TrainConfig, Trainer, mean_stats, minibatches
+
+
+@dataclass
+class PPOConfig(TrainConfig):
+    """PPO hyperparameters (plus the shared :class:`TrainConfig` fields)."""
+
+    algo: str = "ppo"
+    """Algorithm name (fixed)."""
+    gamma: float = 1.0
+    """Discount per turn."""
+    gae_lambda: float = 0.95
+    """GAE lambda across turns."""
+    update_epochs: int = 2
+    """Passes over each batch of rollouts."""
+    clip_coef: float = 0.2
+    """Ratio clipping range."""
+    clip_vloss: bool = False
+    """Clip the value loss around the rollout values."""
+    vf_coef: float = 0.5
+    """Value loss weight."""
+    ent_coef: float = 0.01
+    """Entropy bonus weight."""
+    kl_coef: float = 0.0
+    """Weight of a KL penalty to the reference policy (0 = none)."""
+    target_kl: float | None = 0.05
+    """Stop the epoch loop once approx KL(rollout || current) exceeds this (None = never)."""
+    norm_adv: bool = True
+    """Normalise advantages over the batch."""
+    value_hidden: int = 128
+    """Width of the value head's hidden layer."""
+    value_detach: bool = True
+    """Feed the value head detached features (the value loss trains the head only)."""
+    value_lr: float = 1e-3
+    """Learning rate of the value head."""
+
+
+class PPOTrainer(Trainer):
+    """PPO with a value head on the last prompt token; see the module docstring."""
+
+    algo = "ppo"
+    config: PPOConfig
+
+    def setup(self) -> None:
+        torch = self.torch
+        hidden = self.model.config.hidden_size if hasattr(self.model, "config") else None
+        hidden = hidden or self.model.get_base_model().config.hidden_size
+        gen = torch.Generator().manual_seed(self.config.seed + 17)
+        head = torch.nn.Sequential(
+            torch.nn.Linear(hidden, self.config.value_hidden),
+            torch.nn.Tanh(),
+            torch.nn.Linear(self.config.value_hidden, 1),
+        )
+        with torch.no_grad():
+            for p in head.parameters():
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
+        self.value_head = head.to(self.device)
+        self.extra_modules["value_head"] = self.value_head
+        self._np_rng = np.random.default_rng(self.config.seed + 1)
+
+    def _make_optimizer(self, lr: float | None = None) -> Any:
+        head_params = set(id(p) for p in self.value_head.parameters())
+        policy_params = [p for p in self.trainable_parameters() if id(p) not in head_params]
+        return self.torch.optim.AdamW(
+            [
+                {"params": policy_params, "lr": lr or self.config.learning_rate},
+                {"params": list(self.value_head.parameters()), "lr": self.config.value_lr},
+            ],
+            weight_decay=self.config.weight_decay,
+        )
+
+    def optimize(self, indices, loss_fn, lr=None):  # type: ignore[override]
+        # The SFT warm start passes its own lr: keep the value head's rate untouched.
+        if lr is None:
+            return super().optimize(indices, loss_fn)
+        old = self.optimizer.param_groups[0]["lr"]
+        self.optimizer.param_groups[0]["lr"] = lr
+        try:
+            return super().optimize(indices, loss_fn)
+        finally:
+            self.optimizer.param_groups[0]["lr"] = old
+
+    def value(self, hidden: Any) -> Any:
+        features = hidden.detach() if self.config.value_detach else hidden
+        return self.value_head(features.float()).squeeze(-1)
+
+    def extra_state(self) -> dict[str, Any]:
+        return {"np_rng": self._np_rng.bit_generator.state}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        if "np_rng" in state:
+            self._np_rng.bit_generator.state = state["np_rng"]
+
+    # ---- advantages ------------------------------------------------------------------------
+
+    def _rollout_stats(self, samples: list[Any]) -> tuple[Any, Any, list[Any] | None]:
+        """Old log-probs, values and (generate mode) old token log-probs, without autograd."""
+        torch = self.torch
+        logps, values, tokens = [], [], []
+        for i in range(0, len(samples), self.config.micro_batch_size):
+            with torch.no_grad():
+                out = self.evaluate_samples(samples[i : i + self.config.micro_batch_size])
+                logps.append(out.logprob.float())
+                values.append(self.value(out.hidden))
+            if getattr(out, "token_logprobs", None) is not None:
+                tokens += [t.detach().float() for t in out.token_logprobs]
+        return torch.cat(logps), torch.cat(values), (tokens or None)
+
+    def _bootstrap(self, episodes: list[Episode]) -> dict[int, float]:
+        """V(final observation) for episodes cut by the time limit."""
+        cut = [e for e in episodes if e.truncated]
+        if not cut:
+            return {}
+        torch = self.torch
+        with torch.no_grad():
+            samples = self.policy.act(
+                [e.final_observation for e in cut], [e.final_info for e in cut]
+            )
+            values = self.value(self.evaluate_samples(samples).hidden).tolist()
+        return {e.index: v for e, v in zip(cut, values)}
+
+    def compute_advantages(self, episodes: list[Episode], values: list[float]) -> None:
+        """GAE across turns, written into each step's ``advantage`` and ``ret``."""
+        cfg = self.config
+        boot = self._bootstrap(episodes)
+        k = 0
+        for ep in episodes:
+            vals = values[k : k + ep.length]
+            k += ep.length
+            last_gae = 0.0
+            for t in reversed(range(ep.length)):
+                step = ep.steps[t]
+                if t == ep.length - 1:
+                    next_value = boot.get(ep.index, 0.0) if not step.terminated else 0.0
+                else:
+                    next_value = vals[t + 1]
+                delta = step.reward + cfg.gamma * next_value - vals[t]
+                last_gae = delta + cfg.gamma * cfg.gae_lambda * last_gae
+                step.value = vals[t]
+                step.advantage = last_gae
+                step.ret = last_gae + vals[t]
+
+    # ---- the update --------------------------------------------------------------------------
+
+    def update(self, episodes: list[Episode]) -> dict[str, float]:
+        torch, cfg = self.torch, self.config
+        steps = [s for e in episodes for s in e.steps]
+        samples = [s.sample for s in steps]
+        old_logp, old_values, old_tokens = self._rollout_stats(samples)
+        self.compute_advantages(episodes, old_values.tolist())
+        adv = torch.tensor([s.advantage for s in steps], dtype=torch.float32, device=self.device)
+        returns = torch.tensor([s.ret for s in steps], dtype=torch.float32, device=self.device)
+        if cfg.norm_adv and len(steps) > 1:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        ref = self.reference_logprobs(samples) if cfg.kl_coef > 0 else None
+        generate = cfg.mode == "generate" and old_tokens is not None
+
+        def loss_fn(idx: list[int]) -> tuple[Any, dict[str, float]]:
+            out = self.evaluate_samples([samples[i] for i in idx])
+            a = adv[idx]
+            logratio = out.logprob.float() - old_logp[idx]
+            ratio = logratio.exp()
+            if generate:  # per-token ratio, averaged over each completion
+                pg = []
+                for j, i in enumerate(idx):
+                    r = (out.token_logprobs[j].float() - old_tokens[i]).exp()
+                    clipped = r.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
+                    pg.append(torch.max(-a[j] * r, -a[j] * clipped).mean())
+                pg_loss = torch.stack(pg).mean()
+            else:
+                clipped = ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
+                pg_loss = torch.max(-a * ratio, -a * clipped).mean()
+            v = self.value(out.hidden)
+            if cfg.clip_vloss:
+                v_clip = old_values[idx] + (v - old_values[idx]).clamp(
+                    -cfg.clip_coef, cfg.clip_coef
+                )
+                v_loss = (
+                    0.5 * torch.max((v - returns[idx]) ** 2, (v_clip - returns[idx]) ** 2).mean()
+                )
+            else:
+                v_loss = 0.5 * ((v - returns[idx]) ** 2).mean()
+            entropy = out.entropy.float().mean()
+            loss = pg_loss - cfg.ent_coef * entropy + cfg.vf_coef * v_loss
+            kl = torch.zeros(())
+            if ref is not None:
+                d = ref[idx] - out.logprob.float()
+                kl = (d.exp() - d - 1).mean()  # k3 estimator of KL(pi || ref)
+                loss = loss + cfg.kl_coef * kl
+            with torch.no_grad():
+                approx_kl = ((ratio - 1) - logratio).mean()
+                clipfrac = ((ratio - 1).abs() > cfg.clip_coef).float().mean()
+            stats = {"losses/kl": kl.item()} if ref is not None else {}
+            return loss, stats | {
+                "losses/policy": pg_loss.item(),
+                "losses/value": v_loss.item(),
+                "charts/entropy": entropy.item(),
+                "losses/approx_kl": approx_kl.item(),
+                "losses/clipfrac": clipfrac.item(),
+                "losses/total": loss.item(),
+            }
+
+        history: list[dict[str, float]] = []
+        epochs_run = 0
+        stop = False
+        for _epoch in range(cfg.update_epochs):
+            epochs_run += 1
+            for mb in minibatches(len(samples), cfg.minibatch_size, self._np_rng):
+                stats = self.optimize(mb, loss_fn)
+                if stats is not None:
+                    history.append(stats)
+                    if cfg.target_kl is not None and stats["losses/approx_kl"] > cfg.target_kl:
+                        stop = True
+                        break
+            if stop:
+                break
+        metrics = mean_stats(history)
+        with torch.no_grad():
+            var_y = returns.var()
+            explained = 1 - (returns - old_values).var() / var_y if var_y > 0 else torch.tensor(0.0)
+        metrics |= {
+            "losses/explained_variance": float(explained),
+            "losses/epochs": float(epochs_run),
+            "losses/early_stop": float(stop),
+            "charts/value_mean": float(old_values.mean()),
+        }
+        return metrics
+
+
+__all__ = ["PPOConfig", "PPOTrainer"]

@@ -1,0 +1,233 @@
+"""``llmgym train`` and ``llmgym plot``: online RL for an LLM agent in a text env from one
+command, and its learning curve.
+
+Example:
+    >>> import typer
+    >>> app = typer.Typer()
+    >>> register(app)
+    >>> sorted(c.callback.__name__ for c in app.registered_commands)
+    ['plot', 'train']
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+console = Console(highlight=False)
+
+#: Known reference returns shown next to results (exact DP / Gymnasium figures).
+REFERENCES: dict[str, dict[str, float]] = {
+    "Text-Blackjack-v1": {"random": -0.394, "optimal": -0.0431},
+    "Text-FrozenLake-v1": {"random": 0.0139, "optimal": 0.744},
+    "Text-CartPole-v1": {"random": 22.0, "optimal": 500.0},
+}
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _pairs(items: list[str] | None, what: str) -> dict[str, Any]:
+    from llmgym.cli import fail
+
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise fail(f"{what} {item!r} is not KEY=VALUE; write e.g. {what} is_slippery=false.")
+        key, value = item.split("=", 1)
+        out[key.strip().replace("-", "_")] = _value(value)
+    return out
+
+
+def train(
+    env_id: str = typer.Argument(..., help="Text env id, e.g. Text-Blackjack-v1."),
+    model: str = typer.Option("smollm2-135m", help="Model short name, Hub id, local dir, or tiny."),
+    algo: str = typer.Option("ppo", help="ppo | grpo | reinforce."),
+    mode: str = typer.Option("score", help="score (rank valid actions) | generate (free text)."),
+    num_envs: int = typer.Option(8, "--num-envs", help="K envs acted for in one batch."),
+    steps: int = typer.Option(3000, help="Env-step budget."),
+    episodes: int = typer.Option(0, help="Episode budget (0 = none; the first budget hit stops)."),
+    episodes_per_update: int = typer.Option(32, help="Complete episodes per update."),
+    sft: str = typer.Option("none", help="Warm start: none | auto (expert demos) | FILE.jsonl."),
+    output: str = typer.Option("", help="Run directory (default runs/<env>-<algo>-<mode>)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from the newest checkpoint."),
+    lr: float = typer.Option(0.0, "--lr", help="Learning rate (0 = the algorithm's default)."),
+    seed: int = typer.Option(0, help="Run seed (RNGs and training env seeds)."),
+    eval_every: int = typer.Option(5, help="Evaluate every N updates (0 = start and end only)."),
+    eval_episodes: int = typer.Option(100, help="Episodes per periodic evaluation."),
+    final_eval_episodes: int = typer.Option(
+        1000, help="Episodes of the final evaluation (and of the baselines beside it)."
+    ),
+    env_kwarg: list[str] = typer.Option(  # noqa: B008
+        None, "--env-kwarg", help="KEY=VALUE for gym.make (repeatable), e.g. is_slippery=false."
+    ),
+    set_: list[str] = typer.Option(  # noqa: B008
+        None, "--set", help="KEY=VALUE overriding any trainer config field (repeatable)."
+    ),
+    threads: int = typer.Option(0, help="torch CPU threads (0 = default; 1 on a busy CPU)."),
+    device: str = typer.Option("auto", help="auto | cpu | cuda | mps."),
+    result_json: str = typer.Option("", help="Also write the result JSON here."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+) -> None:
+    """Train an LLM agent with online RL (LoRA) in a text env; log, checkpoint, evaluate, plot."""
+    from llmgym.cli import fail
+
+    try:
+        from llmgym.agents.trainers import ALGOS, config_class, trainer_class
+        from llmgym.agents.trainers.base import EVAL_SEED_BASE, TrainingError
+    except ImportError as error:
+        raise fail(
+            f"Training needs the train extra ({error.name} is missing): "
+            "pip install 'llmgym[train]'."
+        ) from None
+    import gymnasium as gym
+
+    if algo not in ALGOS:
+        raise fail(f"Unknown --algo {algo!r}; choose one of {', '.join(ALGOS)}.")
+    if mode not in ("score", "generate"):
+        raise fail(f"Unknown --mode {mode!r}; choose score or generate.")
+    if env_id not in gym.registry:
+        raise fail(f"Unknown environment {env_id!r}; run `llmgym envs` to list the text envs.")
+    if sft not in ("none", "auto") and not Path(sft).exists():
+        raise fail(f"No SFT demo file at {sft!r}; pass --sft auto, --sft none or a JSONL path.")
+    output = output or f"runs/{env_id.removeprefix('Text-')}-{algo}-{mode}"
+    cls = config_class(algo)
+    fields = {f for f in cls.__dataclass_fields__}
+    values: dict[str, Any] = dict(
+        env_id=env_id,
+        env_kwargs=_pairs(env_kwarg, "--env-kwarg"),
+        model=model,
+        mode=mode,
+        num_envs=num_envs,
+        total_env_steps=steps,
+        total_episodes=episodes,
+        episodes_per_update=episodes_per_update,
+        sft=sft,
+        output_dir=output,
+        seed=seed,
+        eval_every=eval_every,
+        eval_episodes=eval_episodes,
+        num_threads=threads,
+        device=device,
+        progress=not no_progress,
+    )
+    if lr > 0:
+        values["learning_rate"] = lr
+    overrides = _pairs(set_, "--set")
+    unknown = sorted(set(overrides) - fields)
+    if unknown:
+        raise fail(f"Unknown config field(s) {', '.join(unknown)} for {algo}; see {cls.__name__}.")
+    values |= overrides
+    if resume and (Path(output) / "run.json").exists():
+        saved = json.loads((Path(output) / "run.json").read_text())["config"]
+        saved = {k: v for k, v in saved.items() if k in fields}
+        budget = {"total_env_steps": steps, "total_episodes": episodes, "progress": not no_progress}
+        values = saved | budget
+    config = cls(**values)
+    command = "llmgym " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    start = time.perf_counter()
+    try:
+        trainer = trainer_class(algo)(config)
+        console.print(
+            f"[bold]{algo.upper()}[/] on {env_id} with {model} ({mode} mode, "
+            f"{'LoRA' if config.lora else 'full fine-tune'}), {num_envs} envs, budget "
+            f"{config.total_env_steps} env steps -> {output}"
+        )
+        trainer.train(resume=resume)
+        final = trainer.evaluate(final_eval_episodes)
+    except TrainingError as error:
+        raise fail(str(error)) from None
+    wall = time.perf_counter() - start
+    seeds = range(EVAL_SEED_BASE, EVAL_SEED_BASE + final_eval_episodes)
+    refs = _baselines(env_id, config.env_kwargs, seeds)
+    result = {
+        "env_id": env_id,
+        "env_kwargs": config.env_kwargs,
+        "model": model,
+        "algo": algo,
+        "mode": mode,
+        "sft": sft,
+        "env_steps": trainer.env_steps,
+        "episodes": trainer.episodes_done,
+        "updates": trainer.iteration,
+        "wall_s": round(wall, 1),
+        "eval_episodes": final["episodes"],
+        "eval_mean_return": final["mean_return"],
+        "eval_ci95": final["ci95"],
+        "eval_success_rate": final["success_rate"],
+        "parse_rate": final["parse_rate"],
+        "eval_seeds": f"{EVAL_SEED_BASE}..{EVAL_SEED_BASE + final_eval_episodes - 1}",
+        "baselines_same_seeds": refs,
+        "command": command,
+    }
+    text = json.dumps(result, indent=2)
+    (Path(output) / "result.json").write_text(text)
+    if result_json:
+        Path(result_json).parent.mkdir(parents=True, exist_ok=True)
+        Path(result_json).write_text(text)
+    from llmgym.agents.trainers.plotting import plot_run
+
+    refs_plot = {k: v["mean_return"] for k, v in refs.items()}
+    png = plot_run(output, references=refs_plot, title=f"{env_id} {algo} {mode} ({model})")
+    console.print(
+        f"Final eval over {final['episodes']} episodes: mean return "
+        f"{final['mean_return']:.3f} ± {final['ci95']} (parse rate {final['parse_rate']:.2f}); "
+        + ", ".join(f"{k} {v['mean_return']:.3f}" for k, v in refs.items())
+        + f" on the same seeds. {trainer.env_steps} env steps, {trainer.episodes_done} episodes, "
+        f"{wall / 60:.1f} min. Plot: {png}"
+    )
+
+
+def _baselines(env_id: str, env_kwargs: dict[str, Any], seeds: Any) -> dict[str, dict]:
+    from llmgym.agents.trainers.sft import reference_returns
+
+    out = {"random": reference_returns(env_id, env_kwargs, seeds, agent="random")}
+    try:
+        out["expert"] = reference_returns(env_id, env_kwargs, seeds, agent="expert")
+    except Exception:  # no expert known for this env
+        pass
+    return out
+
+
+def plot(
+    run_dir: str = typer.Argument(..., help="A run directory written by `llmgym train`."),
+    out: str = typer.Option("", help="PNG path (default RUN_DIR/learning_curve.png)."),
+) -> None:
+    """Write a learning-curve PNG (return, parse rate, KL, entropy) for a training run."""
+    from llmgym.cli import fail
+
+    try:
+        from llmgym.agents.trainers.base import TrainingError
+        from llmgym.agents.trainers.plotting import plot_run
+    except ImportError as error:
+        raise fail(f"Plotting needs matplotlib ({error.name} is missing).") from None
+    refs: dict[str, float] = {}
+    result = Path(run_dir) / "result.json"
+    if result.exists():
+        data = json.loads(result.read_text())
+        refs = {k: v["mean_return"] for k, v in data.get("baselines_same_seeds", {}).items()}
+    try:
+        png = plot_run(run_dir, out or None, references=refs)
+    except TrainingError as error:
+        raise fail(str(error)) from None
+    console.print(f"Wrote {png}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``train`` and ``plot`` to the ``llmgym`` app."""
+    app.command()(train)
+    app.command()(plot)
+
+
+__all__ = ["register"]

@@ -1,0 +1,43 @@
+"""A one-step text bandit for trainer tests: the ``good`` answer earns 1, the other 0."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+from gymnasium import spaces
+
+CHARSET = frozenset(chr(i) for i in range(32, 127)) | {"\n"}
+
+
+class TextBandit(gym.Env):
+    """Each episode is one turn: observation "Pick.", valid actions a and b; ``good`` pays 1."""
+
+    def __init__(self, good: str = "b"):
+        self.observation_space = spaces.Text(64, charset=CHARSET)
+        self.action_space = spaces.Text(64, charset=CHARSET)
+        self.good = good
+
+    def _info(self) -> dict:
+        return {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"], "raw_obs": 0}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return "Pick.", self._info()
+
+    def step(self, action: str):
+        choice = "b" if '"b"' in action else ("a" if '"a"' in action else None)
+        # good="parity": a reward that varies with any text (for generate-mode plumbing tests)
+        reward = float(len(action) % 2) if self.good == "parity" else float(choice == self.good)
+        parse = {
+            "ok": choice is not None,
+            "method": "json",
+            "action": 1 if choice == "b" else 0,
+            "error": None,
+        }
+        return "Done.", reward, True, False, self._info() | {"parse": parse}
+
+
+def register(good: str = "b") -> str:
+    env_id = f"LLMGymTest-Bandit-{good}-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=TextBandit, kwargs={"good": good})
+    return env_id

@@ -1,0 +1,280 @@
+"""Trainer tests with the tiny random-init model on a one-step text bandit (fast), plus one
+slow smoke test with the embedded SmolLM2 model."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bandit import register  # noqa: E402
+
+from llmgym.agents.trainers import ALGOS, make_trainer  # noqa: E402
+from llmgym.agents.trainers.sft import Demo, demo_nll, demo_sample, sft_train  # noqa: E402
+
+# "a" is the action the tiny model does NOT prefer at init (it picks "b" ~90 %).
+BANDIT = register("a")
+FAST = dict(
+    model="tiny",
+    env_id=BANDIT,
+    num_envs=16,
+    episodes_per_update=16,
+    minibatch_size=16,
+    learning_rate=3e-3,
+    eval_episodes=16,
+    eval_every=0,
+    checkpoint_every=0,
+    progress=False,
+    num_threads=1,
+)
+
+
+def _extra(algo: str) -> dict:
+    return {"group_size": 4} if algo == "grpo" else {}
+
+
+def _rows(run_dir: Path) -> list[dict]:
+    with (run_dir / "metrics.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_learns_trivial_bandit(algo, tmp_path):
+    trainer = make_trainer(
+        algo,
+        total_episodes=16 * 8,
+        output_dir=str(tmp_path),
+        eval_greedy=False,
+        **FAST,
+        **_extra(algo),
+    )
+    start = trainer.evaluate(64)["mean_return"]
+    trainer.train()
+    final = trainer.evaluate(64)["mean_return"]  # sampled, not greedy: P(rewarded action)
+    assert start < 0.5
+    assert final >= 0.9
+
+
+def test_grpo_step_level_groups(tmp_path):
+    trainer = make_trainer(
+        "grpo",
+        total_episodes=16 * 8,
+        output_dir=str(tmp_path),
+        eval_greedy=False,
+        group_size=4,
+        group_level="step",
+        **FAST,
+    )
+    trainer.train()
+    assert trainer.evaluate(64)["mean_return"] >= 0.9
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_parameters_change_after_an_update(algo, tmp_path):
+    trainer = make_trainer(
+        algo, total_episodes=16, output_dir=str(tmp_path), **FAST, **_extra(algo)
+    )
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+    frozen = {
+        n: p.detach().clone() for n, p in trainer.model.named_parameters() if not p.requires_grad
+    }
+    after = dict(trainer.model.named_parameters())
+    for _ in range(5):  # a batch whose returns are all equal carries no gradient: try again
+        trainer.run_iteration()
+        if any(not torch.equal(before[n], after[n]) for n in before):
+            break
+    assert any(not torch.equal(before[n], after[n]) for n in before)
+    assert all(torch.equal(frozen[n], after[n]) for n in frozen)  # LoRA: base weights frozen
+
+
+def test_kl_to_reference_is_zero_before_the_first_update(tmp_path):
+    trainer = make_trainer("reinforce", total_episodes=16, output_dir=str(tmp_path), **FAST)
+    episodes = trainer.collect()
+    samples = [s.sample for e in episodes for s in e.steps]
+    with torch.no_grad():
+        logp = trainer.evaluate_samples(samples).logprob
+    ref = trainer.reference_logprobs(samples)
+    assert torch.allclose(logp, ref, atol=1e-6)
+    metrics = trainer.update(episodes)
+    assert metrics["losses/kl"] == pytest.approx(0.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_resume_gives_the_same_next_update(algo, tmp_path):
+    cfg = dict(FAST, eval_episodes=8, **_extra(algo))
+    full = make_trainer(algo, total_episodes=32, output_dir=str(tmp_path / "full"), **cfg)
+    full.train()
+    half = make_trainer(algo, total_episodes=16, output_dir=str(tmp_path / "half"), **cfg)
+    half.train()  # ends with a checkpoint after one update
+    resumed = make_trainer(algo, total_episodes=32, output_dir=str(tmp_path / "half"), **cfg)
+    resumed.train(resume=True)
+    want = next(
+        r for r in _rows(tmp_path / "full") if r.get("iteration") == "2" and r.get("episodes")
+    )
+    got = next(
+        r for r in _rows(tmp_path / "half") if r.get("iteration") == "2" and r.get("episodes")
+    )
+    keys = [k for k in want if k.startswith(("losses/", "grpo/", "charts/")) and want[k]]
+    assert keys
+    for k in keys:
+        assert float(got[k]) == pytest.approx(float(want[k]), abs=1e-5), k
+    for name, p in full.model.named_parameters():
+        if p.requires_grad:
+            assert torch.allclose(p, dict(resumed.model.named_parameters())[name], atol=1e-6)
+
+
+def test_sft_lowers_demo_nll(tmp_path):
+    trainer = make_trainer("reinforce", total_episodes=16, output_dir=str(tmp_path), **FAST)
+    demos = [Demo("Say a or b.", "Pick.", "a", ["a", "b"])] * 8
+    samples = [demo_sample(trainer.policy, d) for d in demos]
+    before = demo_nll(trainer.policy, samples)
+    stats = sft_train(trainer.policy, demos, params=trainer.trainable_parameters())
+    assert stats["sft/nll_after"] < stats["sft/nll_before"]
+    assert demo_nll(trainer.policy, samples) < before
+
+
+def test_sft_generate_mode_lowers_nll(tmp_path):
+    trainer = make_trainer(
+        "reinforce", total_episodes=16, output_dir=str(tmp_path), **(FAST | {"mode": "generate"})
+    )
+    demos = [Demo("Say a or b.", "Pick.", "a", ["a", "b"])] * 8
+    stats = sft_train(trainer.policy, demos, params=trainer.trainable_parameters())
+    assert stats["sft/nll_after"] < stats["sft/nll_before"]
+
+
+def test_non_finite_loss_skips_the_update(tmp_path):
+    trainer = make_trainer("reinforce", total_episodes=16, output_dir=str(tmp_path), **FAST)
+    before = [p.detach().clone() for p in trainer.trainable_parameters()]
+
+    def bad_loss(idx):
+        p = trainer.trainable_parameters()[0]
+        return p.sum() * float("nan"), {}
+
+    with pytest.warns(RuntimeWarning, match="skipped an update"):
+        assert trainer.optimize([0, 1], bad_loss) is None
+    assert trainer.skipped_updates == 1
+    assert all(torch.equal(a, b) for a, b in zip(before, trainer.trainable_parameters()))
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_generate_mode_update_runs(algo, tmp_path):
+    # The tiny model never writes a valid answer: a reward on the text's parity varies anyway.
+    config = FAST | {"mode": "generate", "max_new_tokens": 4, "env_id": register("parity")}
+    trainer = make_trainer(
+        algo, total_episodes=16, output_dir=str(tmp_path), **config, **_extra(algo)
+    )
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+    metrics = trainer.run_iteration()
+    assert "llmgym/parse_rate" in metrics and "losses/policy" in metrics
+    after = dict(trainer.model.named_parameters())
+    assert any(not torch.equal(before[n], after[n]) for n in before)
+
+
+def test_collapse_warning(tmp_path):
+    trainer = make_trainer("reinforce", total_episodes=16, output_dir=str(tmp_path), **FAST)
+    episodes = trainer.collect() + trainer.collect()
+    from llmgym.agents.trainers.base import rollout_metrics
+
+    metrics = rollout_metrics(episodes) | {"charts/entropy": 0.001}
+    metrics["diagnostics/top_action_frac"] = 1.0
+    with pytest.warns(RuntimeWarning):
+        trainer.diagnose(metrics, episodes)
+    assert metrics["diagnostics/collapsed"] == 1.0
+
+
+def test_cli_train_and_plot(tmp_path):
+    from typer.testing import CliRunner
+
+    from llmgym.cli import app
+
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            BANDIT,
+            "--model",
+            "tiny",
+            "--algo",
+            "reinforce",
+            "--steps",
+            "32",
+            "--episodes-per-update",
+            "16",
+            "--num-envs",
+            "16",
+            "--output",
+            str(out),
+            "--final-eval-episodes",
+            "16",
+            "--eval-episodes",
+            "8",
+            "--no-progress",
+            "--set",
+            "learning_rate=0.003",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "result.json").read_text())
+    for key in (
+        "env_id",
+        "model",
+        "algo",
+        "mode",
+        "env_steps",
+        "episodes",
+        "wall_s",
+        "eval_mean_return",
+        "eval_ci95",
+        "parse_rate",
+        "command",
+    ):
+        assert key in data
+    assert (out / "learning_curve.png").exists()
+    assert (out / "checkpoints" / "latest").exists()
+    assert (out / "run.json").exists()
+    result = CliRunner().invoke(app, ["plot", str(out), "--out", str(tmp_path / "c.png")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "c.png").exists()
+
+
+def test_cli_errors_are_one_sentence(tmp_path):
+    from typer.testing import CliRunner
+
+    from llmgym.cli import app
+
+    result = CliRunner().invoke(app, ["train", BANDIT, "--algo", "dqn", "--model", "tiny"])
+    assert result.exit_code == 2 and "Unknown --algo" in result.output
+    result = CliRunner().invoke(
+        app, ["train", BANDIT, "--model", "tiny", "--resume", "--output", str(tmp_path / "x")]
+    )
+    assert result.exit_code == 2 and "No checkpoint" in result.output
+
+
+@pytest.mark.slow
+def test_smollm2_blackjack_smoke(tmp_path):
+    trainer = make_trainer(
+        "ppo",
+        model="smollm2-135m",
+        env_id="Text-Blackjack-v1",
+        num_envs=8,
+        episodes_per_update=8,
+        total_episodes=8,
+        eval_episodes=8,
+        eval_every=0,
+        checkpoint_every=0,
+        output_dir=str(tmp_path),
+        progress=False,
+    )
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+    trainer.train()
+    after = dict(trainer.model.named_parameters())
+    assert any(not torch.equal(before[n], after[n]) for n in before)
+    assert (tmp_path / "metrics.csv").exists()
