@@ -75,9 +75,9 @@ class TrainConfig:
     lora: bool = True
     """Train a LoRA adapter (the reference policy is the adapter switched off); False = full
     fine-tune (the reference is then a frozen copy, only built when a KL term needs it)."""
-    lora_r: int = 8
+    lora_r: int = 16
     """LoRA rank."""
-    lora_alpha: int = 16
+    lora_alpha: int = 32
     """LoRA scaling numerator (scale = alpha / r)."""
     lora_dropout: float = 0.0
     """LoRA dropout (0 keeps logprobs of a sample identical between rollout and update)."""
@@ -112,9 +112,11 @@ class TrainConfig:
     """Warm start: ``none``, ``auto`` (demos from an expert on this env) or a JSONL file."""
     sft_episodes: int = 200
     """``sft=auto``: expert episodes rolled out through the describer for demos."""
-    sft_epochs: int = 6
+    sft_epochs: int = 8
     """Passes over the SFT demos."""
-    sft_learning_rate: float = 2e-3
+    sft_batch_size: int = 8
+    """Demos per SFT optimizer step (small batches, many steps: the demo set is small)."""
+    sft_learning_rate: float = 3e-3
     """Learning rate for the SFT warm start (a fresh optimizer; RL gets its own)."""
     sft_during_rl: float = 0.0
     """Weight of a continued SFT loss on recent successful episodes during RL (0 = off)."""
@@ -689,8 +691,8 @@ class Trainer:
         cfg = SFTConfig(
             epochs=self.config.sft_epochs,
             learning_rate=self.config.sft_learning_rate,
-            micro_batch_size=self.config.micro_batch_size,
-            batch_size=self.config.minibatch_size,
+            micro_batch_size=min(self.config.micro_batch_size, self.config.sft_batch_size),
+            batch_size=self.config.sft_batch_size,
             seed=self.config.seed,
         )
         start = time.perf_counter()
