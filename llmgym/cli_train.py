@@ -129,7 +129,7 @@ def train(
     if unknown:
         raise fail(f"Unknown config field(s) {', '.join(unknown)} for {algo}; see {cls.__name__}.")
     values |= overrides
-    if resume and (Path(output) / "run.json").exists():
+    if resume and (Path(output) / "run.json").exists():  # the run's own config, new budget
         saved = json.loads((Path(output) / "run.json").read_text())["config"]
         saved = {k: v for k, v in saved.items() if k in fields}
         budget = {"total_env_steps": steps, "total_episodes": episodes, "progress": not no_progress}
@@ -157,11 +157,12 @@ def train(
         "model": model,
         "algo": algo,
         "mode": mode,
-        "sft": sft,
+        "sft": config.sft,
+        "resumed": resume,
         "env_steps": trainer.env_steps,
         "episodes": trainer.episodes_done,
         "updates": trainer.iteration,
-        "wall_s": round(wall, 1),
+        "wall_s": round(wall, 1),  # this invocation only (a resumed run adds to earlier ones)
         "eval_episodes": final["episodes"],
         "eval_mean_return": final["mean_return"],
         "eval_ci95": final["ci95"],
