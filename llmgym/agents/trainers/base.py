@@ -118,6 +118,9 @@ class TrainConfig:
     """Demos per SFT optimizer step (small batches, many steps: the demo set is small)."""
     sft_learning_rate: float = 3e-3
     """Learning rate for the SFT warm start (a fresh optimizer; RL gets its own)."""
+    reference_after_sft: bool = True
+    """After the SFT warm start, the warm-started policy becomes the KL reference (LoRA: the
+    adapter is merged into the weights and a fresh one starts), as in SFT-then-RL pipelines."""
     sft_during_rl: float = 0.0
     """Weight of a continued SFT loss on recent successful episodes during RL (0 = off)."""
     collapse_warn: bool = True
@@ -599,6 +602,8 @@ class Trainer:
         self.model = get_peft_model(base, self._lora_config(base))
         self.model.train()
         self.policy.model = self.model
+        if hasattr(self.policy, "clear_cache"):
+            self.policy.clear_cache()
         self.optimizer = self._make_optimizer()
 
     # ---- the optimisation step -----------------------------------------------------------
@@ -687,6 +692,7 @@ class Trainer:
             episodes=self.config.sft_episodes,
             seed=self.config.seed,
         )
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         save_demos(self.run_dir / "sft_demos.jsonl", demos)
         cfg = SFTConfig(
             epochs=self.config.sft_epochs,
@@ -708,6 +714,8 @@ class Trainer:
             self.policy, demos, cfg, params=self.trainable_parameters(), on_epoch=on_epoch
         )
         self._ref_cache.clear()
+        if self.config.reference_after_sft:
+            self.refresh_reference()
         return stats
 
     def train(self, resume: bool = False) -> dict[str, Any]:
