@@ -8,7 +8,7 @@ same evaluation seeds, and write the learning curve.
 The same run from the command line:
 
     llmgym train Text-Blackjack-v1 --algo grpo --mode score --sft auto --episodes 384 \
-        --set 'lora_target_modules=["q_proj","k_proj","v_proj","o_proj"]' 
+        --set 'lora_target_modules=["q_proj","k_proj","v_proj","o_proj"]'
 """
 
 from __future__ import annotations
