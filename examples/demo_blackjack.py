@@ -35,14 +35,15 @@ def main() -> None:
     parser.add_argument("--sft", default="auto", help="auto | none | FILE.jsonl")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (1 on a busy CPU)")
     parser.add_argument("--output", default="runs/demo-blackjack")
+    parser.add_argument("--model", default="smollm2-135m", help="tiny = smoke test")
     args = parser.parse_args()
 
     start = time.perf_counter()
-    print(f"Loading smollm2-135m (embedded, offline) ... training {args.algo.upper()} on {ENV_ID}")
+    print(f"Loading {args.model} (embedded, offline) ... training {args.algo.upper()} on {ENV_ID}")
     cls = config_class(args.algo)
     config = cls(
         env_id=ENV_ID,
-        model="smollm2-135m",
+        model=args.model,
         mode="score",
         num_envs=16,
         total_env_steps=10**9,
@@ -74,12 +75,12 @@ def main() -> None:
     png = plot_run(
         args.output,
         references={"random": random_["mean_return"], "optimal (DP)": OPTIMAL},
-        title=f"{ENV_ID}: smollm2-135m, SFT={args.sft} + {args.algo.upper()} (score mode)",
+        title=f"{ENV_ID}: {args.model}, SFT={args.sft} + {args.algo.upper()} (score mode)",
     )
     rows = [
         ("random", random_),
-        ("smollm2-135m zero-shot", before),
-        (f"smollm2-135m after SFT+{args.algo.upper()}", after),
+        (f"{args.model} zero-shot", before),
+        (f"{args.model} after SFT+{args.algo.upper()}", after),
         ("basic strategy (expert)", expert),
     ]
     print(f"\nMean return over {args.eval_episodes} evaluation episodes (seeds {seeds.start}..):")
@@ -92,7 +93,7 @@ def main() -> None:
     )
     summary = {
         "env_id": ENV_ID,
-        "model": "smollm2-135m",
+        "model": args.model,
         "algo": args.algo,
         "mode": "score",
         "sft": args.sft,

@@ -827,10 +827,11 @@ class Trainer:
         return self.optimize(list(range(len(samples))), loss_fn) or {}
 
     def _budget(self) -> int:
-        return self.config.total_env_steps
+        """The progress bar's total: episodes when an episode budget is set, else env steps."""
+        return self.config.total_episodes or self.config.total_env_steps
 
     def _spent(self) -> int:
-        return self.env_steps
+        return self.episodes_done if self.config.total_episodes else self.env_steps
 
     def _done(self) -> bool:
         cfg = self.config
@@ -1176,7 +1177,7 @@ def _progress(enabled: bool, total: int, initial: int) -> Any:
         from tqdm.auto import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, initial=initial, unit="step", desc="env steps", dynamic_ncols=True)
+    return tqdm(total=total, initial=initial, unit="", desc="training", dynamic_ncols=True)
 
 
 def _write(pbar: Any, message: str) -> None:
