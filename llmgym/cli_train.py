@@ -132,7 +132,12 @@ def train(
     if resume and (Path(output) / "run.json").exists():  # the run's own config, new budget
         saved = json.loads((Path(output) / "run.json").read_text())["config"]
         saved = {k: v for k, v in saved.items() if k in fields}
-        budget = {"total_env_steps": steps, "total_episodes": episodes, "progress": not no_progress}
+        budget = {
+            "total_env_steps": steps,
+            "total_episodes": episodes,
+            "progress": not no_progress,
+            "output_dir": output,  # the run may have been moved or copied
+        }
         values = saved | budget
     config = cls(**values)
     command = "llmgym " + " ".join(shlex.quote(a) for a in sys.argv[1:])
