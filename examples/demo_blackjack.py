@@ -7,7 +7,7 @@ same evaluation seeds, and write the learning curve.
 
 The same run from the command line:
 
-    llmgym train Text-Blackjack-v1 --algo grpo --mode score --sft auto --episodes 384 \
+    llmgym train Text-Blackjack-v1 --algo grpo --mode score --sft auto --episodes 192 \
         --set 'lora_target_modules=["q_proj","k_proj","v_proj","o_proj"]'
 """
 
@@ -30,7 +30,7 @@ OPTIMAL = -0.0431  # exact dynamic programming (REFERENCE.md)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--algo", default="grpo", choices=["ppo", "grpo", "reinforce"])
-    parser.add_argument("--episodes", type=int, default=384, help="RL training episodes")
+    parser.add_argument("--episodes", type=int, default=192, help="RL training episodes")
     parser.add_argument("--eval-episodes", type=int, default=1000)
     parser.add_argument("--sft", default="auto", help="auto | none | FILE.jsonl")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (1 on a busy CPU)")
@@ -58,7 +58,9 @@ def main() -> None:
         # LoRA r=16 on attention q/k/v/o of the last 8 layers: the setting that learned the
         # expert's state-dependent play in 8 SFT epochs (batch 8, lr 3e-3) on this CPU.
         lora_target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
-        **({"update_epochs": 1} if args.algo == "ppo" else {}),
+        # RL after the warm start stays near it: KL to the SFT policy (the reference after SFT).
+        **({"update_epochs": 1, "kl_coef": 0.05} if args.algo == "ppo" else {}),
+        **({"beta": 0.05} if args.algo == "grpo" else {}),
     )
     model, tokenizer = load_model_for(config.model)
     trainer = trainer_class(args.algo)(config, model=model, tokenizer=tokenizer)
