@@ -22,6 +22,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from rich.progress import Progress
 
 from llmgym.agents.registry import TextAgent, make_agent
 
@@ -55,7 +56,8 @@ def evaluate(
     **agent_options: Any,
 ) -> dict[str, Any]:
     """Evaluate ``agent`` (a name for ``make_agent`` or a TextAgent) and return the summary
-    dict (also written to ``output`` as JSON when given)."""
+    dict (also written to ``output`` as JSON when given). ``history=k`` makes the envs carry
+    the last k turns in ``info["messages"]``; other options go to ``make_agent``."""
     if env_id not in gym.registry:
         raise ValueError(
             f"Unknown environment {env_id!r}; run `llmgym envs` to list the text envs."
@@ -64,11 +66,14 @@ def evaluate(
         raise ValueError(f"Unknown mode {mode!r}; use score or generate.")
     if episodes < 1 or num_envs < 1:
         raise ValueError("episodes and num_envs must be at least 1.")
+    # Chat history comes from the env (info["messages"]), so it follows each env's episodes.
+    history = int(agent_options.pop("history", None) or 0)
     name = agent if isinstance(agent, str) else type(agent).__name__
     if isinstance(agent, str):
         agent = make_agent(agent, env_id, mode=mode, seed=seed, **agent_options)
     num_envs = min(num_envs, episodes)
-    envs = [gym.make(env_id) for _ in range(num_envs)]
+    env_kwargs = {"history": history} if history else {}
+    envs = [gym.make(env_id, **env_kwargs) for _ in range(num_envs)]
     returns: list[float] = [0.0] * episodes
     lengths = [0] * episodes
     parsed = steps = 0
@@ -79,33 +84,32 @@ def evaluate(
         slots[i] = (next_episode, obs, info)
         next_episode += 1
     agent.reset(None)
-    bar = _progress(episodes, f"{name} on {env_id}") if progress else None
+    bar = Progress(transient=True, disable=not progress)
+    task = bar.add_task(f"{name} on {env_id}", total=episodes)
     start = time.perf_counter()
-    while slots:
-        active = sorted(slots)
-        answers = agent.act([slots[i][1] for i in active], [slots[i][2] for i in active])
-        for i, answer in zip(active, answers):
-            episode = slots[i][0]
-            obs, reward, terminated, truncated, info = envs[i].step(answer)
-            returns[episode] += float(reward)
-            lengths[episode] += 1
-            steps += 1
-            parsed += bool(info.get("parse", {}).get("ok", True))
-            if not (terminated or truncated):
-                slots[i] = (episode, obs, info)
-                continue
-            if bar is not None:
-                bar.update(1)
-            agent.reset([i])
-            if next_episode < episodes:
-                obs, info = envs[i].reset(seed=seed + next_episode)
-                slots[i] = (next_episode, obs, info)
-                next_episode += 1
-            else:
-                del slots[i]
+    with bar:
+        while slots:
+            active = sorted(slots)
+            answers = agent.act([slots[i][1] for i in active], [slots[i][2] for i in active])
+            for i, answer in zip(active, answers):
+                episode = slots[i][0]
+                obs, reward, terminated, truncated, info = envs[i].step(answer)
+                returns[episode] += float(reward)
+                lengths[episode] += 1
+                steps += 1
+                parsed += bool(info.get("parse", {}).get("ok", True))
+                if not (terminated or truncated):
+                    slots[i] = (episode, obs, info)
+                    continue
+                bar.advance(task)
+                agent.reset([i])
+                if next_episode < episodes:
+                    obs, info = envs[i].reset(seed=seed + next_episode)
+                    slots[i] = (next_episode, obs, info)
+                    next_episode += 1
+                else:
+                    del slots[i]
     wall = time.perf_counter() - start
-    if bar is not None:
-        bar.close()
     mean, ci95 = summarize(returns)
     result = {
         "env_id": env_id,
@@ -129,12 +133,6 @@ def evaluate(
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         Path(output).write_text(json.dumps(result, indent=2) + "\n")
     return result
-
-
-def _progress(total: int, description: str) -> Any:
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=description, unit="episode", leave=False)
 
 
 def format_result(result: dict[str, Any]) -> str:

@@ -79,6 +79,9 @@ class PolicyConfig:
     """Seed of the policy's own torch.Generator: acting is reproducible."""
     prefix_cache: bool = True
     """Encode the prompt prefix shared by the batch once and keep it across calls."""
+    stop_at_answer: bool = True
+    """With the prefill, stop generating at the first token holding ``}``: the answer is
+    complete (rambling past it costs decode steps for the whole batch)."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -233,7 +236,12 @@ class LLMPolicy:
         self._prefix_ids: list[int] = []
         self._prefix_kv: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._prefix_key: tuple[Any, ...] | None = None
-        self.stats = {"prompt_tokens": 0, "cached_tokens": 0, "generated_tokens": 0}
+        self._closing: list[int] | None = None
+        #: Token counts: prompt tokens run through the model, prompt tokens served from the
+        #: prefix cache, generated tokens kept, decode positions computed (batch x steps).
+        self.stats = dict.fromkeys(
+            ("prompt_tokens", "cached_tokens", "generated_tokens", "decode_tokens"), 0
+        )
 
     # ----------------------------------------------------------------------------- prompts
     def _stop_ids(self) -> list[int]:
@@ -509,11 +517,23 @@ class LLMPolicy:
             tokens = torch.multinomial(probs, 1, generator=self.generator).squeeze(-1)
         return tokens, logp.gather(-1, tokens[:, None]).squeeze(-1)
 
+    @property
+    def _stops_at_answer(self) -> bool:
+        return self.config.stop_at_answer and bool(self._prefill)
+
+    def _closing_ids(self) -> list[int]:
+        """Ids of the tokens whose text holds ``}`` (computed once)."""
+        if self._closing is None:
+            pieces = self.tokenizer.batch_decode([[i] for i in range(len(self.tokenizer))])
+            self._closing = [i for i, piece in enumerate(pieces) if "}" in piece]
+        return self._closing
+
     def _act_generate(self, messages, prompts) -> list[ActionSample]:
         max_new = self.config.max_new_tokens or self.defaults.max_new_tokens
         logits, cache, mask, _ = self._encode_prompts(prompts, shared=True)
         positions = mask.sum(-1)
-        stop = torch.tensor(self.stop_ids, device=self.device)
+        stop_ids = self.stop_ids + (self._closing_ids() if self._stops_at_answer else [])
+        stop = torch.tensor(stop_ids, device=self.device)
         done = torch.zeros(len(prompts), dtype=torch.bool, device=self.device)
         tokens, logps = [], []
         for step in range(max_new):
@@ -522,6 +542,7 @@ class LLMPolicy:
             tokens.append(tok)
             logps.append(logp)
             done |= torch.isin(tok, stop)
+            self.stats["decode_tokens"] += len(prompts)
             if bool(done.all()) or step == max_new - 1:
                 break
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
@@ -539,8 +560,9 @@ class LLMPolicy:
         all_tokens = torch.stack(tokens, 1).tolist()
         all_logps = torch.stack(logps, 1).tolist()
         samples = []
+        stop_set = set(stop_ids)
         for b, row in enumerate(all_tokens):
-            end = next((i + 1 for i, t in enumerate(row) if t in self.stop_ids), len(row))
+            end = next((i + 1 for i, t in enumerate(row) if t in stop_set), len(row))
             self.stats["generated_tokens"] += end
             text = self.tokenizer.decode(row[:end], skip_special_tokens=True)
             samples.append(

@@ -67,4 +67,32 @@ def tiny_model(seed: int = 0) -> tuple[Any, Any]:
     return model.eval(), tokenizer
 
 
-__all__ = ["tiny_model", "tiny_tokenizer"]
+def text_observations(
+    env_id: str, n: int, seed: int = 0, action: str = '{"action": "LEFT"}'
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """``n`` (observation, info) pairs from envs reset with seeds ``seed..seed+n-1``; every
+    second env takes one step with ``action``, so prompts differ in content and length.
+
+    Example:
+        >>> obs, infos = text_observations("Text-Blackjack-v1", 2)
+        >>> len(obs), infos[0]["valid_actions"]
+        (2, ['stick', 'hit'])
+    """
+    import gymnasium as gym
+
+    import llmgym  # noqa: F401  (registers the Text-* envs)
+
+    observations, infos = [], []
+    for i in range(n):
+        env = gym.make(env_id)
+        obs, info = env.reset(seed=seed + i)
+        if i % 2:
+            next_obs, _, terminated, truncated, next_info = env.step(action)
+            if not (terminated or truncated):
+                obs, info = next_obs, next_info
+        observations.append(obs)
+        infos.append(info)
+    return observations, infos
+
+
+__all__ = ["text_observations", "tiny_model", "tiny_tokenizer"]

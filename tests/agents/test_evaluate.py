@@ -83,3 +83,18 @@ def test_cli_errors_are_one_sentence(app, args, message):
     result = CliRunner().invoke(app, ["eval", *args, "--no-progress"])
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_history_comes_from_the_envs():
+    seen = []
+
+    class Recorder:
+        def act(self, observations, infos):
+            seen.extend(len(info["messages"]) for info in infos)
+            return ['{"action": "LEFT"}' for _ in infos]
+
+        def reset(self, indices=None):
+            pass
+
+    evaluate("Text-CartPole-v1", Recorder(), episodes=3, num_envs=2, history=2, progress=False)
+    assert seen[:2] == [2, 2] and max(seen) == 6  # system + 2 turns + observation

@@ -52,9 +52,9 @@ def test_missing_directory_is_one_clear_sentence(tmp_path):
     assert "\n" not in str(error.value)
 
 
-def test_unknown_hub_id_is_one_clear_sentence(monkeypatch):
+def test_unreachable_hub_is_one_clear_sentence(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(ModelNotFoundError, match="Could not load model") as error:
+    with pytest.raises(ModelNotFoundError, match="Hub cannot be reached") as error:
         load_model("nobody-llmgym/no-such-model")
     assert "\n" not in str(error.value)
 

@@ -6,7 +6,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import observations
 
 from llmgym.agents.policy import (
     PREFILL,
@@ -15,6 +14,7 @@ from llmgym.agents.policy import (
     build_messages,
     split_infos,
 )
+from llmgym.agents.testing import text_observations as observations
 from llmgym.agents.testing import tiny_model
 
 
@@ -90,9 +90,8 @@ def test_generate_logprobs_equal_a_plain_forward_and_left_padding(tiny, blackjac
 
 def test_generate_stops_at_end_of_turn(tiny, blackjack):
     model, tokenizer = tiny
-    policy = LLMPolicy(
-        model, tokenizer, PolicyConfig(mode="generate", greedy=True, max_new_tokens=9)
-    )
+    config = PolicyConfig(mode="generate", greedy=True, max_new_tokens=9, stop_at_answer=False)
+    policy = LLMPolicy(model, tokenizer, config)
     free = policy.act(*blackjack)
     assert all(len(s.completion_ids) == 9 for s in free)
     stop = free[0].completion_ids[2]
@@ -188,8 +187,24 @@ def test_works_with_a_lora_model_and_its_disabled_adapter(blackjack):
     out.logprob.sum().backward()
     lora_grads = [p.grad for n, p in model.named_parameters() if "lora_" in n]
     assert lora_grads and all(g is not None for g in lora_grads)
+    policy.act(*blackjack)  # fills the prefix cache under the adapter
     with model.disable_adapter(), torch.no_grad():
         torch.testing.assert_close(
             policy.evaluate(samples).logprob, base_logprob, atol=1e-4, rtol=0
         )
-        assert len(policy.act(*blackjack)) == 4
+        policy.generator.manual_seed(reference.config.seed)
+        again = policy.act(*blackjack)  # the cache must follow the adapter switch
+    assert [s.completion_ids for s in again] == [s.completion_ids for s in samples]
+
+
+def test_generate_stops_when_the_answer_closes(tiny, cartpole):
+    model, tokenizer = tiny
+    config = PolicyConfig(mode="generate", temperature=3, max_new_tokens=60)
+    policy = LLMPolicy(model, tokenizer, config)
+    samples = policy.act(*cartpole) + policy.act(*cartpole)
+    assert any("}" in s.text for s in samples), "expected a brace within 60 tokens at T=3"
+    for s in samples:
+        body = s.text[len(PREFILL) :]
+        ended = s.completion_ids[-1] in policy.stop_ids or len(s.completion_ids) == 60
+        assert s.text.endswith("}") or ("}" not in body and ended)
+        assert "}" not in body[:-1]
