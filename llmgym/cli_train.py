@@ -129,10 +129,15 @@ def train(
     if unknown:
         raise fail(f"Unknown config field(s) {', '.join(unknown)} for {algo}; see {cls.__name__}.")
     values |= overrides
-    if resume and (Path(output) / "run.json").exists():
+    if resume and (Path(output) / "run.json").exists():  # the run's own config, new budget
         saved = json.loads((Path(output) / "run.json").read_text())["config"]
         saved = {k: v for k, v in saved.items() if k in fields}
-        budget = {"total_env_steps": steps, "total_episodes": episodes, "progress": not no_progress}
+        budget = {
+            "total_env_steps": steps,
+            "total_episodes": episodes,
+            "progress": not no_progress,
+            "output_dir": output,  # the run may have been moved or copied
+        }
         values = saved | budget
     config = cls(**values)
     command = "llmgym " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -157,11 +162,12 @@ def train(
         "model": model,
         "algo": algo,
         "mode": mode,
-        "sft": sft,
+        "sft": config.sft,
+        "resumed": resume,
         "env_steps": trainer.env_steps,
         "episodes": trainer.episodes_done,
         "updates": trainer.iteration,
-        "wall_s": round(wall, 1),
+        "wall_s": round(wall, 1),  # this invocation only (a resumed run adds to earlier ones)
         "eval_episodes": final["episodes"],
         "eval_mean_return": final["mean_return"],
         "eval_ci95": final["ci95"],
@@ -171,6 +177,14 @@ def train(
         "baselines_same_seeds": refs,
         "command": command,
     }
+    from llmgym.agents.trainers.base import MetricsLogger
+
+    final_row = {
+        f"final_eval/{k}": final[k] for k in ("mean_return", "ci95", "success_rate", "parse_rate")
+    }
+    logger = MetricsLogger(Path(output), {}, tensorboard=False)
+    logger.log(final_row | {"final_eval/episodes": final["episodes"]}, trainer.env_steps)
+    logger.close()
     text = json.dumps(result, indent=2)
     (Path(output) / "result.json").write_text(text)
     if result_json:

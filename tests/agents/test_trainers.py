@@ -140,6 +140,27 @@ def test_sft_lowers_demo_nll(tmp_path):
     assert demo_nll(trainer.policy, samples) < before
 
 
+def test_sft_warm_start_becomes_the_reference_and_resumes(tmp_path):
+    from llmgym.agents.trainers.sft import save_demos
+
+    demos = tmp_path / "demos.jsonl"
+    save_demos(demos, [Demo("Say a or b.", "Pick.", "a", ["a", "b"])] * 8)
+    cfg = dict(FAST, sft=str(demos), sft_epochs=2, total_episodes=16)
+    trainer = make_trainer("reinforce", output_dir=str(tmp_path / "run"), **cfg)
+    stats = trainer.sft_warm_start()
+    assert stats["sft/nll_after"] < stats["sft/nll_before"]
+    assert len(trainer.merged_adapters) == 1  # the SFT policy is the KL reference now
+    samples = [s.sample for e in trainer.collect() for s in e.steps]
+    with torch.no_grad():
+        logp = trainer.evaluate_samples(samples).logprob
+    assert torch.allclose(logp, trainer.reference_logprobs(samples), atol=1e-5)
+    path = trainer.save_checkpoint()
+    again = make_trainer("reinforce", output_dir=str(tmp_path / "run"), **cfg)
+    again.load_checkpoint(path)
+    with torch.no_grad():
+        assert torch.allclose(again.evaluate_samples(samples).logprob, logp, atol=1e-5)
+
+
 def test_sft_generate_mode_lowers_nll(tmp_path):
     trainer = make_trainer(
         "reinforce", total_episodes=16, output_dir=str(tmp_path), **(FAST | {"mode": "generate"})

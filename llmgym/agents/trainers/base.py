@@ -75,9 +75,9 @@ class TrainConfig:
     lora: bool = True
     """Train a LoRA adapter (the reference policy is the adapter switched off); False = full
     fine-tune (the reference is then a frozen copy, only built when a KL term needs it)."""
-    lora_r: int = 8
+    lora_r: int = 16
     """LoRA rank."""
-    lora_alpha: int = 16
+    lora_alpha: int = 32
     """LoRA scaling numerator (scale = alpha / r)."""
     lora_dropout: float = 0.0
     """LoRA dropout (0 keeps logprobs of a sample identical between rollout and update)."""
@@ -112,10 +112,15 @@ class TrainConfig:
     """Warm start: ``none``, ``auto`` (demos from an expert on this env) or a JSONL file."""
     sft_episodes: int = 200
     """``sft=auto``: expert episodes rolled out through the describer for demos."""
-    sft_epochs: int = 6
+    sft_epochs: int = 8
     """Passes over the SFT demos."""
-    sft_learning_rate: float = 2e-3
+    sft_batch_size: int = 8
+    """Demos per SFT optimizer step (small batches, many steps: the demo set is small)."""
+    sft_learning_rate: float = 3e-3
     """Learning rate for the SFT warm start (a fresh optimizer; RL gets its own)."""
+    reference_after_sft: bool = True
+    """After the SFT warm start, the warm-started policy becomes the KL reference (LoRA: the
+    adapter is merged into the weights and a fresh one starts), as in SFT-then-RL pipelines."""
     sft_during_rl: float = 0.0
     """Weight of a continued SFT loss on recent successful episodes during RL (0 = off)."""
     collapse_warn: bool = True
@@ -597,6 +602,8 @@ class Trainer:
         self.model = get_peft_model(base, self._lora_config(base))
         self.model.train()
         self.policy.model = self.model
+        if hasattr(self.policy, "clear_cache"):
+            self.policy.clear_cache()
         self.optimizer = self._make_optimizer()
 
     # ---- the optimisation step -----------------------------------------------------------
@@ -685,12 +692,13 @@ class Trainer:
             episodes=self.config.sft_episodes,
             seed=self.config.seed,
         )
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         save_demos(self.run_dir / "sft_demos.jsonl", demos)
         cfg = SFTConfig(
             epochs=self.config.sft_epochs,
             learning_rate=self.config.sft_learning_rate,
-            micro_batch_size=self.config.micro_batch_size,
-            batch_size=self.config.minibatch_size,
+            micro_batch_size=min(self.config.micro_batch_size, self.config.sft_batch_size),
+            batch_size=self.config.sft_batch_size,
             seed=self.config.seed,
         )
         start = time.perf_counter()
@@ -706,6 +714,8 @@ class Trainer:
             self.policy, demos, cfg, params=self.trainable_parameters(), on_epoch=on_epoch
         )
         self._ref_cache.clear()
+        if self.config.reference_after_sft:
+            self.refresh_reference()
         return stats
 
     def train(self, resume: bool = False) -> dict[str, Any]:
@@ -817,10 +827,11 @@ class Trainer:
         return self.optimize(list(range(len(samples))), loss_fn) or {}
 
     def _budget(self) -> int:
-        return self.config.total_env_steps
+        """The progress bar's total: episodes when an episode budget is set, else env steps."""
+        return self.config.total_episodes or self.config.total_env_steps
 
     def _spent(self) -> int:
-        return self.env_steps
+        return self.episodes_done if self.config.total_episodes else self.env_steps
 
     def _done(self) -> bool:
         cfg = self.config
@@ -1166,7 +1177,7 @@ def _progress(enabled: bool, total: int, initial: int) -> Any:
         from tqdm.auto import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, initial=initial, unit="step", desc="env steps", dynamic_ncols=True)
+    return tqdm(total=total, initial=initial, unit="", desc="training", dynamic_ncols=True)
 
 
 def _write(pbar: Any, message: str) -> None:

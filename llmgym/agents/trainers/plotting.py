@@ -65,6 +65,18 @@ def plot_run(
             ax.fill_between(
                 x, [a - b for a, b in zip(y, ci)], [a + b for a, b in zip(y, ci)], alpha=0.2
             )
+    x, y = _series(rows, "final_eval/mean_return")
+    _, ci = _series(rows, "final_eval/ci95")
+    if x:
+        ax.errorbar(
+            x,
+            y,
+            yerr=ci if len(ci) == len(y) else None,
+            fmt="s",
+            color="C3",
+            capsize=4,
+            label="final eval (1,000 episodes)",
+        )
     for name, value in (references or {}).items():
         ax.axhline(value, ls="--", lw=1, color="gray")
         ax.annotate(name, (0, value), xycoords=("axes fraction", "data"), fontsize=8, va="bottom")
