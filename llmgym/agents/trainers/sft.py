@@ -17,9 +17,8 @@ Demo JSONL format (one object per line; either form)::
 turn is the observation and the last assistant turn is parsed for the action. Write demos with
 :func:`save_demos` (``llmgym train ... --sft auto`` saves its demos as ``sft_demos.jsonl``).
 
-Experts for ``--sft auto``: the optimal/heuristic agents of ``llmgym.agents.baselines`` when
-that module is available, else the small built-in experts here (Blackjack basic strategy,
-value iteration on any tabular env's transition table, a CartPole angle controller).
+Experts for ``--sft auto``: the optimal/heuristic agents of ``llmgym.agents.baselines``
+(Blackjack by dynamic programming, tabular envs by value iteration, controllers elsewhere).
 """
 
 from __future__ import annotations
@@ -69,76 +68,18 @@ class SFTConfig:
 # Experts
 
 
-def blackjack_basic_strategy(obs: Any) -> int:
-    """Hit/stick basic strategy for Gymnasium's Blackjack (0 = stick, 1 = hit); within ~0.01
-    of the exact optimum.
+def expert_for(env: gym.Env) -> Callable[[Any], Any]:
+    """An expert ``raw_obs -> base action`` for ``env``: the optimal or heuristic agent of
+    ``llmgym.agents.baselines.OPTIMAL`` (exact DP / value iteration, controllers). Raises
+    TrainingError when there is none."""
+    from llmgym.agents.baselines import OPTIMAL
 
-    Example:
-        >>> blackjack_basic_strategy((12, 10, 0)), blackjack_basic_strategy((17, 10, 0))
-        (1, 0)
-    """
-    total, dealer, usable_ace = (int(v) for v in obs)
-    if usable_ace:
-        return 0 if total >= 19 or (total == 18 and 2 <= dealer <= 8) else 1
-    if total >= 17:
-        return 0
-    if total >= 13:
-        return 0 if 2 <= dealer <= 6 else 1
-    if total == 12:
-        return 0 if 4 <= dealer <= 6 else 1
-    return 1
-
-
-def tabular_optimal(env: gym.Env, gamma: float = 0.99, iters: int = 1000) -> np.ndarray:
-    """Greedy policy of value iteration on ``env.unwrapped.P`` (FrozenLake, Taxi, Cliff...)."""
-    P = env.unwrapped.P
-    n_s, n_a = len(P), len(P[0])
-    v = np.zeros(n_s)
-    q = np.zeros((n_s, n_a))
-    for _ in range(iters):
-        for s in range(n_s):
-            for a in range(n_a):
-                q[s, a] = sum(p * (r + gamma * v[s2] * (not d)) for p, s2, r, d in P[s][a])
-        v_new = q.max(1)
-        if np.abs(v_new - v).max() < 1e-10:
-            break
-        v = v_new
-    return q.argmax(1)
-
-
-def cartpole_controller(obs: Any) -> int:
-    """Push toward where the pole is falling (angle and angular velocity, plus a little cart
-    state); keeps CartPole up for the full 500 steps on most seeds.
-
-    Example:
-        >>> cartpole_controller([0.0, 0.0, 0.05, 0.0])
-        1
-    """
-    x, x_dot, theta, theta_dot = (float(v) for v in obs)
-    return int(theta + 0.5 * theta_dot + 0.01 * x + 0.1 * x_dot > 0)
-
-
-def expert_for(env: gym.Env) -> Callable[[Any], int]:
-    """An expert ``raw_obs -> base action`` for ``env``: from ``llmgym.agents.baselines`` when
-    available, else a built-in one. Raises TrainingError when there is none."""
     base = type(env.unwrapped).__name__
-    try:  # the project's baselines: exact optimal policies (DP / value iteration), controllers
-        from llmgym.agents.baselines import OPTIMAL
-
-        if base in OPTIMAL:
-            return OPTIMAL[base](env)
-    except ImportError:  # baselines not installed/merged: the small built-in experts below
-        pass
-    if base == "BlackjackEnv":
-        return blackjack_basic_strategy
-    if base == "CartPoleEnv":
-        return cartpole_controller
-    if hasattr(env.unwrapped, "P"):
-        table = tabular_optimal(env)
-        return lambda obs: int(table[int(obs)])
-    raise TrainingError(
-        f"No expert is known for {base}; pass --sft FILE with demos (JSONL) or --sft none."
-    )
+    if base not in OPTIMAL:
+        raise TrainingError(
+            f"No expert is known for {base}; pass --sft FILE with demos (JSONL) or --sft none."
+        )
+    return OPTIMAL[base](env)
 
 
 def reference_returns(
@@ -391,9 +332,7 @@ def sft_train(
 __all__ = [
     "Demo",
     "SFTConfig",
-    "blackjack_basic_strategy",
     "build_demos",
-    "cartpole_controller",
     "demo_nll",
     "demo_sample",
     "expert_for",
@@ -402,5 +341,4 @@ __all__ = [
     "reference_returns",
     "save_demos",
     "sft_train",
-    "tabular_optimal",
 ]
