@@ -3,8 +3,8 @@
 A name is ``kind`` or ``kind:argument``. Built in: ``random`` (seeded), ``optimal`` (exact or
 heuristic, see ``llmgym.agents.baselines``), ``sb3-ppo``/``sb3-dqn``/``sb3-a2c`` (trained on the
 base env and cached) and ``llm[:MODEL[@CHECKPOINT]]`` (MODEL is anything ``load_model`` takes,
-default ``smollm2-135m``; CHECKPOINT a ``llmgym train`` checkpoint directory holding a LoRA
-adapter). Add a kind with ``register_agent``: a factory ``(argument, env_id, **options) ->
+default ``smollm2-135m``; CHECKPOINT a ``llmgym train`` run directory or checkpoint). Add a
+kind with ``register_agent``: a factory ``(argument, env_id, **options) ->
 TextAgent``, where a TextAgent answers a batch of text observations with a batch of answers:
 
 Example:
@@ -138,9 +138,12 @@ def _llm(
         mode=mode, seed=seed, **{k: v for k, v in config.items() if k in known and v is not None}
     )
     model_name, _, checkpoint = model_ref.partition("@")
-    model, tokenizer = load_model(model_name or DEFAULT_MODEL, device=device)
-    if checkpoint:
-        model = load_adapter(model, checkpoint)
+    if checkpoint:  # the run's own config names the base model
+        from llmgym.agents.trainers import load_trained
+
+        model, tokenizer = load_trained(checkpoint, device=device)
+    else:
+        model, tokenizer = load_model(model_name or DEFAULT_MODEL, device=device)
     return LLMAgent(LLMPolicy(model, tokenizer, policy_config), name=f"llm:{argument}")
 
 
@@ -152,18 +155,12 @@ def _option_value(text: str) -> Any:
         return text
 
 
-def load_adapter(model: Any, checkpoint: str) -> Any:
-    """``model`` with the LoRA adapter saved in ``checkpoint`` (a ``llmgym train`` checkpoint
-    or any directory holding a peft adapter) applied, for inference."""
-    from pathlib import Path
-
-    from peft import PeftModel
-
-    path = Path(checkpoint)
-    adapter = next((p.parent for p in path.rglob("adapter_config.json")), None)
-    if adapter is None:
-        raise AgentError(f"No LoRA adapter (adapter_config.json) found under {checkpoint!r}.")
-    return PeftModel.from_pretrained(model, adapter).eval()
+def _option_value(text: str) -> Any:
+    """``"0.7"`` -> 0.7, ``"true"`` -> True, other text stays text (JSON, never eval)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 for _kind in ("random", "optimal", "sb3-ppo", "sb3-dqn", "sb3-a2c"):
@@ -176,7 +173,6 @@ __all__ = [
     "LLMAgent",
     "TextAgent",
     "check_agent_name",
-    "load_adapter",
     "make_agent",
     "split_agent_names",
     "register_agent",

@@ -299,3 +299,16 @@ def test_smollm2_blackjack_smoke(tmp_path):
     after = dict(trainer.model.named_parameters())
     assert any(not torch.equal(before[n], after[n]) for n in before)
     assert (tmp_path / "metrics.csv").exists()
+
+
+def test_trained_run_loads_as_an_eval_agent(tmp_path):
+    from llmgym.agents.evaluate import evaluate
+    from llmgym.agents.registry import make_agent
+
+    trainer = make_trainer("reinforce", total_episodes=16, output_dir=str(tmp_path), **FAST)
+    trainer.train()
+    agent = make_agent(f"llm:tiny@{tmp_path}", "Text-Blackjack-v1", device="cpu")
+    trained = dict(trainer.model.named_parameters())
+    lora = [(n, p) for n, p in agent.policy.model.named_parameters() if "lora" in n]
+    assert lora and all(torch.equal(p, trained[n]) for n, p in lora)
+    assert evaluate("Text-Blackjack-v1", agent, episodes=4, progress=False)["episodes"] == 4

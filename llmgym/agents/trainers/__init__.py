@@ -53,4 +53,28 @@ def make_trainer(algo: str, loaded: tuple[Any, Any] | None = None, **config: Any
     return trainer_class(algo)(cfg, model=model, tokenizer=tokenizer)
 
 
-__all__ = ["ALGOS", "config_class", "make_trainer", "trainer_class"]
+def load_trained(checkpoint: str, device: str = "auto") -> tuple[Any, Any]:
+    """``(model, tokenizer)`` of a ``llmgym train`` run directory (its newest checkpoint) or
+    of one checkpoint folder, with the trained adapter (and any merged SFT/reference adapters)
+    applied, ready to act."""
+    import json
+    from pathlib import Path
+
+    from llmgym.agents.trainers.base import TrainingError
+
+    path = Path(checkpoint)
+    latest = path / "checkpoints" / "latest"
+    if latest.exists():
+        path = path / "checkpoints" / latest.read_text().strip()
+    if not (path / "trainer_state.json").exists():
+        raise TrainingError(
+            f"No llmgym checkpoint at {checkpoint!r}; pass a run directory of `llmgym train`."
+        )
+    algo = json.loads((path / "trainer_state.json").read_text())["algo"]
+    values = json.loads((path / "config.json").read_text()) | {"device": device, "sft": "none"}
+    trainer = trainer_class(algo)(config_class(algo).from_dict(values))
+    trainer.load_checkpoint(path)
+    return trainer.model.eval(), trainer.tokenizer
+
+
+__all__ = ["ALGOS", "config_class", "load_trained", "make_trainer", "trainer_class"]

@@ -896,9 +896,10 @@ class Trainer:
         for i, state in enumerate(self.merged_adapters):
             save_file(_contiguous(state), str(tmp / f"merged_{i:03d}.safetensors"))
         torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
-        rng = {
+        kind, keys, pos, has_gauss, gauss = np.random.get_state()
+        rng = {  # plain types and tensors only, so it loads with torch.load(weights_only=True)
             "python": random.getstate(),
-            "numpy": np.random.get_state(),
+            "numpy": (kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss),
             "torch": torch.get_rng_state(),
         }
         if torch.cuda.is_available():
@@ -987,10 +988,11 @@ class Trainer:
         for name, module in self.extra_modules.items():
             module.load_state_dict(load_file(str(ckpt / f"{name}.safetensors")))
         self.optimizer = self._make_optimizer()
-        self.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=False))
-        rng = torch.load(ckpt / "rng.pt", weights_only=False)
+        self.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
+        rng = torch.load(ckpt / "rng.pt", weights_only=True)
         random.setstate(rng["python"])
-        np.random.set_state(rng["numpy"])
+        kind, keys, pos, has_gauss, gauss = rng["numpy"]
+        np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
         torch.set_rng_state(rng["torch"])
         if "cuda" in rng and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(rng["cuda"])
