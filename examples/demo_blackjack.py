@@ -83,12 +83,12 @@ def main() -> None:
         ("random", random_),
         (f"{args.model} zero-shot", before),
         (f"{args.model} after SFT+{args.algo.upper()}", after),
-        ("basic strategy (expert)", expert),
+        ("optimal player, same seeds", expert),
     ]
     print(f"\nMean return over {args.eval_episodes} evaluation episodes (seeds {seeds.start}..):")
     for name, r in rows:
         print(f"  {name:<32} {r['mean_return']:+.3f} ± {r['ci95']:.3f}")
-    print(f"  {'optimal (exact DP)':<32} {OPTIMAL:+.3f}")
+    print(f"  {'optimal, expected value (DP)':<32} {OPTIMAL:+.3f}")
     print(
         f"\nTrained on {trainer.episodes_done} episodes / {trainer.env_steps} env steps in "
         f"{wall / 60:.1f} min. Learning curve: {png}"
