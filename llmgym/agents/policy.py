@@ -579,16 +579,29 @@ class LLMPolicy:
         return samples
 
     # ----------------------------------------------------------------------------- training
-    def evaluate(self, samples: Sequence[ActionSample]) -> PolicyOutput:
+    def evaluate(
+        self, samples: Sequence[ActionSample], *, shared_prefix: bool = False
+    ) -> PolicyOutput:
         """Log-probs, entropies and hidden states of ``samples`` under the current weights,
-        with gradients (run it inside ``torch.no_grad()`` for a frozen reference)."""
+        with gradients (run it inside ``torch.no_grad()`` for a frozen reference).
+
+        ``shared_prefix=True`` (score mode): the prompt prefix the samples share (the system
+        prompt) is encoded once without gradient and its KV cache reused; the gradient flows
+        through the rest of each prompt and the candidates (cheaper training updates)."""
         if self.config.mode == "score":
-            return self._evaluate_score(samples)
+            return self._evaluate_score(samples, shared_prefix)
         return self._evaluate_generate(samples)
 
-    def _evaluate_score(self, samples: Sequence[ActionSample]) -> PolicyOutput:
+    def _evaluate_score(
+        self, samples: Sequence[ActionSample], shared_prefix: bool = False
+    ) -> PolicyOutput:
         prompts = [s.prompt_ids for s in samples]
-        last_logits, cache, mask, hidden = self._encode_prompts(prompts, shared=False, hidden=True)
+        if shared_prefix:
+            with torch.no_grad():  # the prefix's KV as constants under the current weights
+                self._shared_prefix(prompts)
+        last_logits, cache, mask, hidden = self._encode_prompts(
+            prompts, shared=shared_prefix, hidden=True
+        )
         token_logprobs = self._candidate_logprobs(
             last_logits, cache, mask, [s.candidate_ids for s in samples]
         )

@@ -208,3 +208,22 @@ def test_generate_stops_when_the_answer_closes(tiny, cartpole):
         ended = s.completion_ids[-1] in policy.stop_ids or len(s.completion_ids) == 60
         assert s.text.endswith("}") or ("}" not in body and ended)
         assert "}" not in body[:-1]
+
+
+def test_shared_prefix_evaluate_matches_plain_evaluate():
+    import gymnasium as gym
+    import torch
+
+    from llmgym.agents.policy import LLMPolicy, PolicyConfig
+    from llmgym.agents.testing import tiny_model
+
+    model, tokenizer = tiny_model()
+    policy = LLMPolicy(model, tokenizer, PolicyConfig(mode="score"))
+    envs = [gym.make("Text-Blackjack-v1") for _ in range(3)]
+    obs, infos = zip(*(env.reset(seed=i) for i, env in enumerate(envs)))
+    samples = policy.act(list(obs), list(infos))
+    plain = policy.evaluate(samples)
+    shared = policy.evaluate(samples, shared_prefix=True)
+    assert torch.allclose(plain.logprob, shared.logprob, atol=1e-4)
+    assert torch.allclose(plain.entropy, shared.entropy, atol=1e-4)
+    assert shared.logprob.requires_grad

@@ -1031,29 +1031,10 @@ def default_lora_targets(name: str) -> Any:
 
 
 def evaluate_cached(policy: Any, samples: list[Any]) -> Any:
-    """``policy.evaluate(samples)`` in score mode, but the prompt prefix the samples share (the
-    system prompt) is encoded once without gradient and its KV cache reused; the gradient flows
-    through the rest of each prompt and the candidates. Other modes: ``policy.evaluate``."""
-    import torch
-
-    if policy.config.mode != "score" or not policy.config.prefix_cache or len(samples) < 2:
-        return policy.evaluate(samples)
-    from llmgym.agents.policy import PolicyOutput
-
-    prompts = [s.prompt_ids for s in samples]
-    with torch.no_grad():  # encode the shared prefix as constants under the current weights
-        policy._shared_prefix(prompts)
-    last_logits, cache, mask, hidden = policy._encode_prompts(prompts, shared=True, hidden=True)
-    token_logprobs = policy._candidate_logprobs(
-        last_logits, cache, mask, [s.candidate_ids for s in samples]
-    )
-    logprob, entropy = [], []
-    for s, cands in zip(samples, token_logprobs):
-        actions = s.valid_actions or [""] * len(cands)
-        logpi = torch.log_softmax(policy._scores(cands, actions) / policy.config.temperature, -1)
-        logprob.append(logpi[s.action_index])
-        entropy.append(-(logpi.exp() * logpi).sum())
-    return PolicyOutput(torch.stack(logprob), torch.stack(entropy), hidden)
+    """``policy.evaluate`` with the shared system-prompt prefix encoded once without gradient
+    (score mode with the prefix cache on, two samples or more); otherwise plain."""
+    shared = policy.config.mode == "score" and policy.config.prefix_cache and len(samples) > 1
+    return policy.evaluate(samples, shared_prefix=shared)
 
 
 def sample_key(sample: Any) -> tuple:
