@@ -33,6 +33,7 @@ import numpy as np
 
 import llmgym  # noqa: F401  (registers the Text-* ids)
 
+REF_HEAD_FILE = "reference_head.safetensors"
 EVAL_SEED_BASE = 1_000_000
 """Evaluation episodes use seeds ``EVAL_SEED_BASE + i``: disjoint from training seeds."""
 
@@ -88,6 +89,20 @@ class TrainConfig:
     them: ~3x cheaper updates on CPU, enough capacity for small action spaces."""
     temperature: float = 1.0
     """Sampling temperature while collecting training rollouts."""
+    action_head: bool = True
+    """Score mode: add a zero-initialised action head on the hidden state at the answer
+    position to the candidates' LM scores (``llmgym.agents.action_head``): updates that
+    differ by state. The policy at initialisation is the language model's."""
+    train_backbone: bool = True
+    """Train the language model (LoRA or full). False: it stays frozen, only the heads learn,
+    and each distinct prompt's features are computed once and reused (memoised)."""
+    head_lr: float = 3e-3
+    """Learning rate of the action head."""
+    head_whiten_eps: float = 0.3
+    """Ridge of the head's feature whitening, relative to the mean feature variance."""
+    min_entropy: float = 0.05
+    """When the policy's mean entropy (nats) falls below this, the entropy bonus doubles every
+    update (from 0.01, at most 1) until it recovers, then decays back (0 = off)."""
     history: int = 0
     """Previous turns shown to the policy (0 = Markov prompt: system + current observation)."""
     max_new_tokens: int = 24
@@ -454,6 +469,12 @@ class Trainer:
         self._recent_successes: list[Step] = []
         self._warned: Counter[str] = Counter()
         self.extra_modules: dict[str, Any] = {}  # e.g. PPO's value head (saved, optimised)
+        self.module_lr: dict[str, float] = {}  # learning rates of extra modules (else the main)
+        self.ent_boost = 0.0  # added to the entropy bonus while entropy is below min_entropy
+        self._ref_head: Any = None  # the action head frozen at the last reference refresh
+        if self.policy.head is not None:
+            self.extra_modules["action_head"] = self.policy.head
+            self.module_lr["action_head"] = config.head_lr
         self.setup()
         self.optimizer = self._make_optimizer()
         self.logger: MetricsLogger | None = None
@@ -492,6 +513,9 @@ class Trainer:
         )
 
     def _prepare_model(self, model: Any) -> Any:
+        if not self.config.train_backbone:
+            self._ref_model = None
+            return model.requires_grad_(False).eval()
         if not self.config.lora:
             self._ref_model = None
             model.train()
@@ -505,8 +529,12 @@ class Trainer:
     def _make_policy(self, policy_config: Any = None) -> Any:
         from llmgym.agents.policy import LLMPolicy, PolicyConfig
 
+        head = self._make_head()
+        memoize = not self.config.train_backbone
         if policy_config is not None:
-            return LLMPolicy(self.model, self.tokenizer, policy_config)
+            return LLMPolicy(
+                self.model, self.tokenizer, policy_config, head=head, memoize=memoize
+            )
         names = {f.name for f in dataclasses.fields(PolicyConfig)}
         kwargs = dict(
             mode=self.config.mode,
@@ -515,7 +543,20 @@ class Trainer:
             max_new_tokens=self.config.max_new_tokens,
         )
         kwargs = {k: v for k, v in kwargs.items() if k in names} | self.config.policy_kwargs
-        return LLMPolicy(self.model, self.tokenizer, PolicyConfig(**kwargs))
+        return LLMPolicy(
+            self.model, self.tokenizer, PolicyConfig(**kwargs), head=head, memoize=memoize
+        )
+
+    def _make_head(self) -> Any:
+        """The action head (score mode with ``action_head`` on), else None."""
+        if not self.config.action_head or self.config.mode != "score":
+            return None
+        from llmgym.agents.action_head import ActionHead
+
+        base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+        hidden = base.config.hidden_size
+        embed = base.get_input_embeddings().weight.shape[1]
+        return ActionHead(hidden, embed, self.config.head_whiten_eps).to(self.device)
 
     def trainable_parameters(self) -> list[Any]:
         params = [p for p in self.model.parameters() if p.requires_grad]
@@ -524,11 +565,30 @@ class Trainer:
         return params
 
     def _make_optimizer(self, lr: float | None = None) -> Any:
-        return self.torch.optim.AdamW(
-            self.trainable_parameters(),
-            lr=lr or self.config.learning_rate,
-            weight_decay=self.config.weight_decay,
-        )
+        """AdamW with the language model's trainable weights as group 0 (``lr``) and one
+        group per extra module at its own rate (``module_lr``)."""
+        lr = lr or self.config.learning_rate
+        groups = [{"params": [p for p in self.model.parameters() if p.requires_grad], "lr": lr}]
+        for name, module in self.extra_modules.items():
+            params = [p for p in module.parameters() if p.requires_grad]
+            groups.append({"params": params, "lr": self.module_lr.get(name, lr)})
+        return self.torch.optim.AdamW(groups, weight_decay=self.config.weight_decay)
+
+    @property
+    def ent_coef(self) -> float:
+        """The entropy bonus in force: the configured one plus the low-entropy boost."""
+        return float(getattr(self.config, "ent_coef", 0.0)) + self.ent_boost
+
+    def adapt_entropy(self, entropy: float | None) -> None:
+        """Double the boost while the policy's entropy is below ``min_entropy`` (starting at
+        0.01, capped at 1); halve it away once the entropy has recovered."""
+        floor = self.config.min_entropy
+        if not floor or entropy is None or not math.isfinite(entropy):
+            return
+        if entropy < floor:
+            self.ent_boost = min(1.0, max(0.01, 2 * self.ent_boost))
+        else:
+            self.ent_boost = self.ent_boost / 2 if self.ent_boost > 1e-3 else 0.0
 
     # ---- policy helpers ----------------------------------------------------------------
 
@@ -546,7 +606,20 @@ class Trainer:
     @contextmanager
     def reference(self) -> Iterator[None]:
         """Run the policy as the reference: the adapter switched off (LoRA) or the frozen copy
-        (full fine-tune)."""
+        (full fine-tune), and no action head (or the one frozen by :meth:`refresh_reference`)."""
+        live_head = self.policy.head
+        self.policy.head = self._ref_head
+        try:
+            with self._reference_backbone():
+                yield
+        finally:
+            self.policy.head = live_head
+
+    @contextmanager
+    def _reference_backbone(self) -> Iterator[None]:
+        if not self.config.train_backbone:
+            yield
+            return
         if self.config.lora:
             with self.model.disable_adapter():
                 yield
@@ -589,6 +662,12 @@ class Trainer:
         """Make the current policy the new reference: merge the adapter into the base weights
         and start a fresh adapter (the merged deltas are kept so a resume can replay them)."""
         self._ref_cache.clear()
+        if self.policy.head is not None:
+            import copy
+
+            self._ref_head = copy.deepcopy(self.policy.head).requires_grad_(False)
+        if not self.config.train_backbone:
+            return
         if not self.config.lora:
             self._ref_model = None
             return
@@ -791,8 +870,11 @@ class Trainer:
         ``llmgym.Agent``); advances the counters and returns the metrics."""
         self.env_steps += sum(e.length for e in episodes)
         self.episodes_done += len(episodes)
-        self.model.train()
+        if self.config.train_backbone:
+            self.model.train()
+        self._refresh_head_features(episodes)
         metrics = self.update(episodes)
+        self.adapt_entropy(metrics.get("charts/entropy"))
         if self.config.sft_during_rl > 0:
             metrics |= self._continued_sft(episodes)
         self.iteration += 1
@@ -803,9 +885,21 @@ class Trainer:
                 "iteration": self.iteration,
                 "episodes": self.episodes_done,
                 "train/skipped_updates": self.skipped_updates,
+                "train/ent_coef": self.ent_coef,
                 "train/lr": self.optimizer.param_groups[0]["lr"],
             }
         )
+
+    def _refresh_head_features(self, episodes: list[Episode]) -> None:
+        """Add the batch's hidden states to the head's whitening statistics and refresh the map
+        (before the update, so its old and new log-probs share one feature map)."""
+        head = self.policy.head
+        hidden = [s.sample.hidden for e in episodes for s in e.steps]
+        hidden = [h for h in hidden if h is not None]
+        if head is None or not hidden:
+            return
+        head.whitener.update(self.torch.stack(hidden).to(self.device))
+        head.whitener.refresh()
 
     def _continued_sft(self, episodes: list[Episode]) -> dict[str, float]:
         """Continued SFT on recent successful episodes (return > 0), weighted in as a loss."""
@@ -895,6 +989,8 @@ class Trainer:
             save_file(_contiguous(module.state_dict()), str(tmp / f"{name}.safetensors"))
         for i, state in enumerate(self.merged_adapters):
             save_file(_contiguous(state), str(tmp / f"merged_{i:03d}.safetensors"))
+        if self._ref_head is not None:
+            save_file(_contiguous(self._ref_head.state_dict()), str(tmp / REF_HEAD_FILE))
         torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
         kind, keys, pos, has_gauss, gauss = np.random.get_state()
         rng = {  # plain types and tensors only, so it loads with torch.load(weights_only=True)
@@ -915,6 +1011,7 @@ class Trainer:
             "seeds_used": self.seeds_used,
             "skipped_updates": self.skipped_updates,
             "merged_adapters": len(self.merged_adapters),
+            "ent_boost": self.ent_boost,
             "algo": self.algo,
             "lora": self.config.lora,
         } | self.extra_state()
@@ -987,6 +1084,11 @@ class Trainer:
             self.model.load_state_dict(weights)
         for name, module in self.extra_modules.items():
             module.load_state_dict(load_file(str(ckpt / f"{name}.safetensors")))
+        if (ckpt / REF_HEAD_FILE).exists() and self.policy.head is not None:
+            import copy
+
+            self._ref_head = copy.deepcopy(self.policy.head).requires_grad_(False)
+            self._ref_head.load_state_dict(load_file(str(ckpt / REF_HEAD_FILE)))
         self.optimizer = self._make_optimizer()
         self.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
         rng = torch.load(ckpt / "rng.pt", weights_only=True)
@@ -1003,6 +1105,7 @@ class Trainer:
         self.episodes_done = state["episodes_done"]
         self.seeds_used = state["seeds_used"]
         self.skipped_updates = state["skipped_updates"]
+        self.ent_boost = state.get("ent_boost", 0.0)
         self.load_extra_state(state)
         self._ref_cache.clear()
 
