@@ -34,6 +34,8 @@ import numpy as np
 import llmgym  # noqa: F401  (registers the Text-* ids)
 
 REF_HEAD_FILE = "reference_head.safetensors"
+TRAINING_STATS = ("count", "total", "outer")  # the whitener's statistics: only for training
+EVAL_METHODS = ("auto", "exact", "sampled")
 EVAL_SEED_BASE = 1_000_000
 """Evaluation episodes use seeds ``EVAL_SEED_BASE + i``: disjoint from training seeds."""
 
@@ -115,6 +117,10 @@ class TrainConfig:
     """Episodes per periodic evaluation (seeds ``1_000_000 + i``; the final report uses more)."""
     eval_greedy: bool = True
     """Evaluate the greedy (arg-max) policy rather than sampling."""
+    eval_method: str = "auto"
+    """``exact``: the greedy policy's expected return from the env's transition model
+    (Blackjack, FrozenLake, Taxi, CliffWalking; ``llmgym.agents.exact``); ``sampled``: mean
+    over evaluation episodes; ``auto``: exact where the env allows it (greedy, Markov prompt)."""
     checkpoint_every: int = 10
     """Save a checkpoint every this many iterations (and always at the end)."""
     seed: int = 0
@@ -459,6 +465,11 @@ class Trainer:
         self.envs = (
             make_envs(config.env_id, config.num_envs, config.env_kwargs) if config.env_id else []
         )
+        # Evaluation always runs under the registered step limit, even when training caps it.
+        self.eval_kwargs = without_step_cap(config.env_kwargs)
+        self.eval_envs = self.envs
+        if config.env_id and self.eval_kwargs != config.env_kwargs:
+            self.eval_envs = make_envs(config.env_id, config.num_envs, self.eval_kwargs)
         self.iteration = 0
         self.env_steps = 0
         self.episodes_done = 0
@@ -750,15 +761,50 @@ class Trainer:
         raise NotImplementedError
 
     def evaluate(self, episodes: int | None = None, seed_base: int = EVAL_SEED_BASE) -> dict:
-        """Mean return, its 95 % CI, success rate and parse rate over fixed evaluation seeds."""
+        """Mean return, its 95 % CI, success rate and parse rate over fixed evaluation seeds;
+        or the greedy policy's exact expected return (``eval_method``)."""
+        if self.uses_exact_eval():
+            return self.evaluate_exact()
         n = episodes or self.config.eval_episodes
         return evaluate_policy(
             self.policy,
-            self.envs,
+            self.eval_envs,
             [seed_base + i for i in range(n)],
             greedy=self.config.eval_greedy,
             markov=self.config.history == 0,
         )
+
+    def uses_exact_eval(self) -> bool:
+        """Whether :meth:`evaluate` computes the exact value (see ``eval_method``)."""
+        cfg = self.config
+        if cfg.eval_method not in EVAL_METHODS:
+            raise TrainingError(
+                f"eval_method must be one of {', '.join(EVAL_METHODS)}, not {cfg.eval_method!r}."
+            )
+        if cfg.eval_method == "sampled" or not cfg.env_id:
+            return False
+        from llmgym.agents.exact import supports_exact
+
+        possible = supports_exact(cfg.env_id, self.eval_kwargs)
+        possible = possible and cfg.eval_greedy and cfg.history == 0
+        if cfg.eval_method == "exact" and not possible:
+            raise TrainingError(
+                f"Exact evaluation needs a greedy Markov policy on an env with a known model "
+                f"(Blackjack, FrozenLake, Taxi, CliffWalking), not {cfg.env_id}; use "
+                "eval_method=sampled."
+            )
+        return possible
+
+    def evaluate_exact(self) -> dict[str, Any]:
+        """The greedy policy's exact expected return, in :meth:`evaluate`'s format."""
+        from llmgym.agents.exact import exact_value
+
+        def act(observations: list[str], infos: list[dict[str, Any]]) -> list[str]:
+            return [s.text for s in self.policy.act(observations, infos)]
+
+        with self.greedy(True), self.torch.no_grad():
+            result = exact_value(self.config.env_id, act, self.eval_kwargs)
+        return exact_metrics(result)
 
     def sft_warm_start(self) -> dict[str, float]:
         """Run the configured SFT warm start (``sft`` = auto | FILE)."""
@@ -983,12 +1029,7 @@ class Trainer:
 
         path = self.run_dir / "checkpoints" / f"iter_{self.iteration:06d}"
         tmp = path.with_name(path.name + ".tmp")
-        tmp.mkdir(parents=True, exist_ok=True)
-        save_file(_contiguous(self.model_state()), str(tmp / "model.safetensors"))
-        for name, module in self.extra_modules.items():
-            save_file(_contiguous(module.state_dict()), str(tmp / f"{name}.safetensors"))
-        for i, state in enumerate(self.merged_adapters):
-            save_file(_contiguous(state), str(tmp / f"merged_{i:03d}.safetensors"))
+        self._save_weights(tmp, policy_only=False)
         if self._ref_head is not None:
             save_file(_contiguous(self._ref_head.state_dict()), str(tmp / REF_HEAD_FILE))
         torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
@@ -1004,19 +1045,12 @@ class Trainer:
         if generator is not None:
             rng["policy"] = generator.get_state()
         torch.save(rng, tmp / "rng.pt")
-        state = {
-            "iteration": self.iteration,
-            "env_steps": self.env_steps,
-            "episodes_done": self.episodes_done,
+        state = self._state() | {
             "seeds_used": self.seeds_used,
             "skipped_updates": self.skipped_updates,
-            "merged_adapters": len(self.merged_adapters),
             "ent_boost": self.ent_boost,
-            "algo": self.algo,
-            "lora": self.config.lora,
-        } | self.extra_state()
-        (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2))
-        (tmp / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2, default=str))
+        }
+        (tmp / "trainer_state.json").write_text(json.dumps(state | self.extra_state(), indent=2))
         if path.exists():
             import shutil
 
@@ -1025,7 +1059,47 @@ class Trainer:
         (self.run_dir / "checkpoints" / "latest").write_text(path.name)
         return path
 
+    def save_policy(self, path: str | Path) -> Path:
+        """A small directory that restores the acting policy completely (the adapter, merged
+        adapters, the action head; no optimizer, RNG or critic): ``llm:MODEL@PATH`` and
+        :func:`~llmgym.agents.trainers.load_trained_policy` load it."""
+        path = Path(path)
+        self._save_weights(path, policy_only=True)
+        state = self._state() | {"policy_only": True}
+        (path / "trainer_state.json").write_text(json.dumps(state, indent=2))
+        return path
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "iteration": self.iteration,
+            "env_steps": self.env_steps,
+            "episodes_done": self.episodes_done,
+            "merged_adapters": len(self.merged_adapters),
+            "algo": self.algo,
+            "lora": self.config.lora,
+        }
+
+    def _save_weights(self, path: Path, policy_only: bool) -> None:
+        """The trained language-model weights, merged adapters, extra modules (a policy
+        directory keeps only the action head, without its training statistics) and config."""
+        from safetensors.torch import save_file
+
+        path.mkdir(parents=True, exist_ok=True)
+        save_file(_contiguous(self.model_state()), str(path / "model.safetensors"))
+        for i, state in enumerate(self.merged_adapters):
+            save_file(_contiguous(state), str(path / f"merged_{i:03d}.safetensors"))
+        for name, module in self.extra_modules.items():
+            if policy_only and name != "action_head":
+                continue
+            state = module.state_dict()
+            if policy_only:
+                state = {k: v for k, v in state.items() if k.split(".")[-1] not in TRAINING_STATS}
+            save_file(_contiguous(state), str(path / f"{name}.safetensors"))
+        (path / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2, default=str))
+
     def model_state(self) -> dict[str, Any]:
+        if not self.config.train_backbone:
+            return {}
         if self.config.lora:
             from peft import get_peft_model_state_dict
 
@@ -1076,14 +1150,24 @@ class Trainer:
             self.model.train()
             self.policy.model = self.model
         weights = load_file(str(ckpt / "model.safetensors"), device=str(self.device))
-        if self.config.lora:
+        if not self.config.train_backbone:
+            pass
+        elif self.config.lora:
             from peft import set_peft_model_state_dict
 
             set_peft_model_state_dict(self.model, weights)
         else:
             self.model.load_state_dict(weights)
+        policy_only = state.get("policy_only", False)
         for name, module in self.extra_modules.items():
-            module.load_state_dict(load_file(str(ckpt / f"{name}.safetensors")))
+            file = ckpt / f"{name}.safetensors"
+            if policy_only and not file.exists():
+                continue  # a policy directory keeps the action head only
+            module.load_state_dict(load_file(str(file)), strict=not policy_only)
+        if policy_only:
+            self.iteration, self.env_steps = state["iteration"], state["env_steps"]
+            self.episodes_done = state["episodes_done"]
+            return
         if (ckpt / REF_HEAD_FILE).exists() and self.policy.head is not None:
             import copy
 
@@ -1112,6 +1196,30 @@ class Trainer:
 
 # --------------------------------------------------------------------------------------------
 # Helpers
+
+
+def without_step_cap(env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``env_kwargs`` without a training-only ``max_episode_steps`` cap.
+
+    Example:
+        >>> without_step_cap({"is_slippery": False, "max_episode_steps": 30})
+        {'is_slippery': False}
+    """
+    return {k: v for k, v in env_kwargs.items() if k != "max_episode_steps"}
+
+
+def exact_metrics(result: Any) -> dict[str, Any]:
+    """An exact evaluation in the format of :func:`evaluate_policy` (CI 0, no episodes)."""
+    return {
+        "mean_return": float(result.value),
+        "ci95": 0.0,
+        "episodes": 0,
+        "success_rate": float("nan"),
+        "parse_rate": float(result.parse_rate),
+        "mean_length": float("nan"),
+        "returns": [],
+        "method": "exact",
+    }
 
 
 def load_model_for(name: str, device: str = "auto") -> tuple[Any, Any]:
@@ -1225,6 +1333,7 @@ def evaluate_policy(
         "parse_rate": float(np.mean([s.parse_ok for s in steps])) if steps else float("nan"),
         "mean_length": float(np.mean([e.length for e in episodes])),
         "returns": returns,
+        "method": "sampled",
     }
 
 
