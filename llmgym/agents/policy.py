@@ -489,13 +489,33 @@ class LLMPolicy:
             )
         return self._act_score(list(messages), texts, prompts, actions)
 
-    def _act_score(self, messages, texts, prompts, actions) -> list[ActionSample]:
+    @torch.no_grad()
+    def action_probabilities(
+        self, observations: Sequence[str], infos: Sequence[dict[str, Any]]
+    ) -> list[list[float]]:
+        """Score mode: each env's probability of each valid action, ``softmax(score / T)``
+        (the distribution ``act`` samples from), without acting or touching the history."""
+        infos = split_infos(infos, len(observations))
+        messages = [
+            self.messages_for(i, o, info) for i, (o, info) in enumerate(zip(observations, infos))
+        ]
+        texts = [self.prompt_text(m) for m in messages]
+        prompts = [self._encode(t) for t in texts]
+        actions = [list(info.get("valid_actions") or []) for info in infos]
+        _, hidden, scores = self._score_rows(texts, prompts, actions)
+        return [torch.softmax(s / self.config.temperature, -1).tolist() for s in scores]
+
+    def _score_rows(self, texts, prompts, actions):
+        """(candidate ids, hidden states, candidate scores incl. the head) per env."""
         candidates = [
             [self.candidate_ids(t, p, a) for a in acts]
             for t, p, acts in zip(texts, prompts, actions)
         ]
         hidden, lm_scores = self._score_features(prompts, candidates, actions)
-        scores = self._candidate_scores(hidden, lm_scores, actions)
+        return candidates, hidden, self._candidate_scores(hidden, lm_scores, actions)
+
+    def _act_score(self, messages, texts, prompts, actions) -> list[ActionSample]:
+        candidates, hidden, scores = self._score_rows(texts, prompts, actions)
         samples = []
         for b, acts in enumerate(actions):
             logpi = torch.log_softmax(scores[b] / self.config.temperature, -1)

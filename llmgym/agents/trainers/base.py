@@ -543,9 +543,7 @@ class Trainer:
         head = self._make_head()
         memoize = not self.config.train_backbone
         if policy_config is not None:
-            return LLMPolicy(
-                self.model, self.tokenizer, policy_config, head=head, memoize=memoize
-            )
+            return LLMPolicy(self.model, self.tokenizer, policy_config, head=head, memoize=memoize)
         names = {f.name for f in dataclasses.fields(PolicyConfig)}
         kwargs = dict(
             mode=self.config.mode,
