@@ -75,8 +75,8 @@ def answer_format(env: gym.Env, names: list[str] | None) -> str:
     action or value.
 
     Example:
-        >>> answer_format(gym.make("CartPole-v1"), ["LEFT", "RIGHT"])
-        'Reply with a JSON object naming one valid action: {"action": "<one of the valid actions>"}.'
+        >>> print(answer_format(gym.make("CartPole-v1"), ["LEFT", "RIGHT"]))
+        Reply with a JSON object naming one valid action: {"action": "<one of the valid actions>"}.
     """
     if names:
         return _ANSWER_DISCRETE

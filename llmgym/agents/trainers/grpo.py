@@ -13,9 +13,10 @@ return minus the group mean, divided by the group std. Two ways to form groups:
 The advantage always belongs to the exact sample whose ``text`` the env stepped with.
 Groups where every return is equal carry no policy-gradient signal; their samples still carry
 the entropy bonus and the KL term, so a collapsed policy (no informative group at all) is still
-pushed back towards exploring by the low-entropy boost (``min_entropy``). The objective is PPO's clipped ratio (token-level, averaged per completion in
-generate mode) with an optional KL(pi || pi_ref) penalty (k3 estimator), reference = the model
-with the LoRA adapter switched off.
+pushed back towards exploring by the low-entropy boost (``min_entropy``). The objective is
+PPO's clipped ratio (token-level, averaged per completion in generate mode) with an optional
+KL(pi || pi_ref) penalty (k3 estimator), reference = the model with the LoRA adapter switched
+off and no action head.
 
 Run it::
 
