@@ -22,6 +22,10 @@ With ``max_turns=1`` (single-step) every answer ends the episode. With ``max_tur
 (``Text-GSM-Stepwise-v0``: 8 turns) a turn without a final answer is an intermediate step
 (``method`` is ``"step"``, reward 0): the next observation repeats the problem with the steps
 so far; the episode ends at the first answer or, with reward 0, after ``max_turns`` turns.
+A turn's text is capped: only its first 3,200 characters can become a step (kept to 800
+after collapsing whitespace) and only its last ``MAX_ANSWER_CHARS`` (100,000) are read at
+all, the final answer being searched in the last 8,000; so a huge answer costs no more than a
+short one.
 ``info["answer"]`` holds the reference answer from reset on; ``valid_actions`` is ``[]``.
 
 Example:
@@ -51,9 +55,15 @@ from llmgym.wrappers.text_observation import MAX_OBSERVATION_CHARS, sanitize
 
 _NUMBER = re.compile(r"[-+]?\d{1,30}(?:\.\d{1,30})?(?:\s*/\s*\d{1,30})?")
 _BOXED = re.compile(r"\\boxed\s*\{")
-_PROSE = re.compile(r"\banswer\s*(?:is|:|=)\s*:?\s*([^\n]{1,120})", re.IGNORECASE)
+# ``[\s:]*`` rather than ``\s*:?\s*``: adjacent whitespace quantifiers backtrack
+# quadratically on a long run of newlines.
+_PROSE = re.compile(r"\banswer\s*(?:is|:|=)[\s:]*([^\n]{1,120})", re.IGNORECASE)
 _TO_ASCII = {"£": "GBP ", "€": "EUR ", "¥": "JPY ", "×": "*", "÷": "/", "−": "-", "…": "..."}
 _STEP_CHARS = 800
+#: Longest answer read in full. Longer answers are cut before any work: the final answer is
+#: looked for in the last ``MAX_SCAN_CHARS`` characters, a stepwise turn keeps its first
+#: ``_STEP_CHARS`` (after collapsing whitespace), so a step costs the same for 4 KB or 1 GB.
+MAX_ANSWER_CHARS = 100_000
 _ANSWER_FORMAT = (
     'Give the final answer as a JSON object, for example {"answer": 42}, or as \\boxed{42}, '
     'or end with "The answer is 42." Answer with a number only, without units.'
@@ -219,10 +229,12 @@ class ReasoningEnv(gym.Env):
         if not self._entry:
             raise RuntimeError("Call reset() before step() on a reasoning env.")
         text = action if isinstance(action, str) else str(action)
+        head = text[: 4 * _STEP_CHARS]  # enough for a step of _STEP_CHARS after collapsing
+        text = text[-MAX_ANSWER_CHARS:]
         answer, method = extract_answer(text, numeric=self._numeric)
         info = self._info()
         if answer is None and len(self._steps) + 1 < self.max_turns:
-            self._steps.append(to_ascii(" ".join(text.split()))[:_STEP_CHARS])
+            self._steps.append(to_ascii(" ".join(head.split()))[:_STEP_CHARS])
             info["parse"] = {"ok": True, "method": "step", "action": None, "error": None}
             return self._problem_text(), 0.0, False, False, info
         score = float(self.data.score_answer(answer, self._entry)) if answer is not None else 0.0
