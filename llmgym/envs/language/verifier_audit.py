@@ -5,14 +5,15 @@
 through ``self.``, and the functions and classes of reasoning-gym it calls by name, module
 attribute or class, transitively. A dataset is unsafe when that code calls ``eval``,
 ``exec``, ``compile``, ``parse_expr``, ``sympify``, ``parse_latex`` or ``__import__``, or
-calls into sympy, math_verify or latex2sympy at all (their parsers sympify strings). The walk
-is conservative: a name it cannot resolve is not followed, and the test also re-checks that
-no reachable source line mentions those names.
+calls into sympy, math_verify or latex2sympy at all (their parsers sympify strings); the
+source of every reachable function is also scanned for those names. A call through an
+instance attribute (``self.datasets[k].score_answer``) cannot be resolved and is not
+followed, which is why ``composite`` is left out by hand.
 
 Example:
     >>> import pytest; _ = pytest.importorskip("reasoning_gym")
-    >>> audit("intermediate_integration")[:1]
-    ['parse_expr']
+    >>> "parse_expr" in audit("intermediate_integration")
+    True
     >>> audit("gsm_symbolic")
     []
 """
@@ -88,7 +89,7 @@ def audit(name: str) -> list[str]:
                     found.append(obj.__name__)
                 elif _is_rg(obj):
                     todo.append((obj, obj if isinstance(obj, type) else owner))
-    return sorted(set(found), key=found.index)
+    return sorted(set(found))
 
 
 def audit_all() -> dict[str, list[str]]:
