@@ -178,12 +178,13 @@ def train(
         "command": command,
     }
     from llmgym.agents.trainers.base import MetricsLogger
+    from llmgym.agents.trainers.checkpoints import log_once
 
     final_row = {
         f"final_eval/{k}": final[k] for k in ("mean_return", "ci95", "success_rate", "parse_rate")
     }
     logger = MetricsLogger(Path(output), {}, tensorboard=False)
-    logger.log(final_row | {"final_eval/episodes": final["episodes"]}, trainer.env_steps)
+    log_once(logger, final_row | {"final_eval/episodes": final["episodes"]}, trainer.env_steps)
     logger.close()
     text = json.dumps(result, indent=2)
     (Path(output) / "result.json").write_text(text)

@@ -60,13 +60,13 @@ def load_trained(checkpoint: str, device: str = "auto") -> tuple[Any, Any]:
     import json
     from pathlib import Path
 
+    from llmgym.agents.trainers import checkpoints
     from llmgym.agents.trainers.base import TrainingError
 
     path = Path(checkpoint)
-    latest = path / "checkpoints" / "latest"
-    if latest.exists():
-        path = path / "checkpoints" / latest.read_text().strip()
-    if not (path / "trainer_state.json").exists():
+    if (path / "checkpoints").is_dir():
+        path = checkpoints.latest(path / "checkpoints") or path
+    if not checkpoints.complete(path) or not (path / "config.json").is_file():
         raise TrainingError(
             f"No llmgym checkpoint at {checkpoint!r}; pass a run directory of `llmgym train`."
         )

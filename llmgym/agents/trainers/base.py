@@ -32,6 +32,7 @@ import gymnasium as gym
 import numpy as np
 
 import llmgym  # noqa: F401  (registers the Text-* ids)
+from llmgym.agents.trainers import checkpoints
 
 EVAL_SEED_BASE = 1_000_000
 """Evaluation episodes use seeds ``EVAL_SEED_BASE + i``: disjoint from training seeds."""
@@ -725,6 +726,7 @@ class Trainer:
         if resume:
             self.load_checkpoint()
         else:
+            checkpoints.start_fresh(self.run_dir)
             self._save_run_info()
         self.logger = MetricsLogger(self.run_dir, cfg.to_dict())
         if resume:
@@ -745,7 +747,8 @@ class Trainer:
             while not self._done():
                 self.run_iteration(pbar)
             final = self.evaluate()
-            self.logger.log(_eval_metrics(final) | {"iteration": self.iteration}, self.env_steps)
+            final_row = _eval_metrics(final) | {"iteration": self.iteration}
+            checkpoints.log_once(self.logger, final_row, self.env_steps)
             self.save_checkpoint()
             return final
         finally:
@@ -920,12 +923,7 @@ class Trainer:
         } | self.extra_state()
         (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2))
         (tmp / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2, default=str))
-        if path.exists():
-            import shutil
-
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-        (self.run_dir / "checkpoints" / "latest").write_text(path.name)
+        checkpoints.commit(tmp, path)  # rename-aside replacement, atomic `latest`
         return path
 
     def model_state(self) -> dict[str, Any]:
@@ -943,16 +941,14 @@ class Trainer:
         """Hook: restore what :meth:`extra_state` saved."""
 
     def latest_checkpoint(self) -> Path | None:
-        pointer = self.run_dir / "checkpoints" / "latest"
-        if not pointer.exists():
-            return None
-        return self.run_dir / "checkpoints" / pointer.read_text().strip()
+        return checkpoints.latest(self.run_dir / "checkpoints")
 
     def load_checkpoint(self, path: str | Path | None = None) -> None:
         """Restore everything :meth:`save_checkpoint` wrote; the next iteration then matches
         the uninterrupted run."""
-        torch = self.torch
-        from safetensors.torch import load_file
+        import pickle
+
+        from safetensors import SafetensorError
 
         ckpt = Path(path) if path else self.latest_checkpoint()
         if ckpt is None or not ckpt.exists():
@@ -960,6 +956,29 @@ class Trainer:
                 f"No checkpoint to resume in {self.run_dir}; drop --resume or point --output at "
                 "an earlier run directory."
             )
+        try:
+            self._load_checkpoint(ckpt)
+        except (
+            OSError,
+            EOFError,
+            ValueError,  # json.JSONDecodeError too
+            KeyError,
+            TypeError,
+            RuntimeError,  # torch.load, load_state_dict
+            SafetensorError,
+            pickle.UnpicklingError,  # torch.load(weights_only=True) of a cut file
+        ) as error:
+            why = (str(error).splitlines() or [type(error).__name__])[0][:200]
+            raise TrainingError(
+                f"The checkpoint {ckpt} is damaged ({type(error).__name__}: {why}); delete it to "
+                "resume from an earlier one, or start afresh without --resume."
+            ) from None
+
+    def _load_checkpoint(self, ckpt: Path) -> None:
+        """The body of :meth:`load_checkpoint`, which turns its errors into one sentence."""
+        torch = self.torch
+        from safetensors.torch import load_file
+
         state = json.loads((ckpt / "trainer_state.json").read_text())
         if state.get("algo") != self.algo:
             raise TrainingError(
