@@ -16,10 +16,8 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
-
-def _fail(message: str) -> typer.Exit:
-    Console(stderr=True, highlight=False).print(f"[bold red]Error:[/] {message}")
-    return typer.Exit(2)
+from llmgym.cli_checks import check_device, check_output_file
+from llmgym.cli_checks import fail as _fail
 
 
 def eval_command(
@@ -30,7 +28,9 @@ def eval_command(
     mode: str = typer.Option("score", help="LLM acting mode: score or generate."),
     episodes: int = typer.Option(20, min=1, help="Episodes to run (episode j has seed S+j)."),
     num_envs: int = typer.Option(8, min=1, help="Envs acted for in one batched call."),
-    seed: int = typer.Option(0, help="Seed of the first episode and of the agent's sampling."),
+    seed: int = typer.Option(
+        0, min=0, help="Seed of the first episode and of the agent's sampling."
+    ),
     output: str | None = typer.Option(None, help="Write the result as JSON to this file."),
     temperature: float | None = typer.Option(None, help="LLM sampling temperature."),
     greedy: bool = typer.Option(False, help="LLM takes the most likely action."),
@@ -42,6 +42,9 @@ def eval_command(
     from llmgym.agents.evaluate import evaluate, format_result
     from llmgym.agents.registry import AgentError
 
+    check_device(device)
+    if output is not None:
+        check_output_file(output)
     try:
         result = evaluate(
             env_id,

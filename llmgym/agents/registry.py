@@ -140,8 +140,12 @@ def _llm(
     model_name, _, checkpoint = model_ref.partition("@")
     if checkpoint:  # the run's own config names the base model
         from llmgym.agents.trainers import load_trained
+        from llmgym.agents.trainers.base import TrainingError
 
-        model, tokenizer = load_trained(checkpoint, device=device)
+        try:
+            model, tokenizer = load_trained(checkpoint, device=device)
+        except TrainingError as error:  # not a run, or a damaged one: one sentence
+            raise AgentError(str(error)) from None
     else:
         model, tokenizer = load_model(model_name or DEFAULT_MODEL, device=device)
     return LLMAgent(LLMPolicy(model, tokenizer, policy_config), name=f"llm:{argument}")

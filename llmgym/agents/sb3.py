@@ -252,6 +252,9 @@ def make_base_env(base_id: str, **env_kwargs: Any) -> gym.Env:
 
 
 def _check(base_id: str, algo: str) -> None:
+    root = cache_dir()
+    if root.exists() and not root.is_dir():
+        raise AgentError(f"The baseline cache {root} is a file; point LLMGYM_CACHE at a folder.")
     if algo not in ALGOS:
         raise AgentError(f"Unknown algorithm {algo!r}: use one of {', '.join(ALGOS)}.")
     if base_id not in gym.registry:
