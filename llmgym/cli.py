@@ -19,6 +19,7 @@ from rich.table import Table
 
 import llmgym
 from llmgym import cli_bench, cli_eval, cli_train
+from llmgym.cli_checks import fail  # also imported from here by the other command modules
 
 app = typer.Typer(
     help="Turn Gymnasium envs into language envs; evaluate and train LLM agents in them.",
@@ -27,12 +28,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 console = Console(highlight=False)
-
-
-def fail(message: str, code: int = 2) -> typer.Exit:
-    """Print one clear sentence to stderr and return the Exit to raise."""
-    Console(stderr=True, highlight=False).print(f"[bold red]Error:[/] {message}")
-    return typer.Exit(code)
 
 
 def make_env(env_id: str, **kwargs: Any) -> gym.Env:
@@ -85,7 +80,7 @@ def _action_name(action: Any, info: dict[str, Any]) -> str:
 @app.command()
 def play(
     env_id: str = typer.Argument(..., help="A text env id, e.g. Text-Blackjack-v1."),
-    seed: int = typer.Option(0, help="Seed of the first episode (later ones add 1)."),
+    seed: int = typer.Option(0, min=0, help="Seed of the first episode (later ones add 1)."),
     episodes: int = typer.Option(1, min=1, help="Episodes to play."),
 ) -> None:
     """Play a text env yourself: read the prompt, type an answer (Ctrl-D or Ctrl-C to stop)."""

@@ -16,12 +16,9 @@ from pathlib import Path
 import typer
 
 from llmgym.agents.baselines import base_env_id
-from llmgym.agents.registry import AgentError, split_agent_names
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(message, err=True)
-    return typer.Exit(2)
+from llmgym.agents.registry import AgentError, check_agent_name, split_agent_names
+from llmgym.cli_checks import check_cache, check_output_dir
+from llmgym.cli_checks import fail as _fail
 
 
 def _missing(err: ModuleNotFoundError) -> typer.Exit:
@@ -36,12 +33,13 @@ def register(app: typer.Typer) -> None:
     def train(
         env_id: str = typer.Argument(..., help="Env id, e.g. CartPole-v1 or Text-CartPole-v1."),
         algo: str = typer.Option("ppo", help="ppo, dqn or a2c."),
-        timesteps: int | None = typer.Option(None, help="Override the recorded budget."),
-        seed: int = typer.Option(0, help="Training seed."),
+        timesteps: int | None = typer.Option(None, min=1, help="Override the recorded budget."),
+        seed: int = typer.Option(0, min=0, help="Training seed."),
         force: bool = typer.Option(False, help="Retrain even if a cached model exists."),
-        threads: int = typer.Option(1, help="Torch threads (small MLPs run best on 1)."),
+        threads: int = typer.Option(1, min=1, help="Torch threads (small MLPs run best on 1)."),
     ) -> None:
         """Train SB3 on the base numeric env with the recorded hyperparameters; cache it."""
+        check_cache()
         try:
             import torch
 
@@ -74,11 +72,17 @@ def register(app: typer.Typer) -> None:
             help="Comma-separated: random, optimal, sb3-ppo, sb3-dqn, "
             "sb3-a2c, llm:NAME[@CHECKPOINT][,key=value...].",
         ),
-        episodes: int | None = typer.Option(None, help="Episodes per env (default: per env)."),
-        seed: int = typer.Option(0, help="Episode i of every cell uses reset(seed=SEED + i)."),
+        episodes: int | None = typer.Option(
+            None, min=1, help="Episodes per env (default: per env)."
+        ),
+        seed: int = typer.Option(
+            0, min=0, help="Episode i of every cell uses reset(seed=SEED + i)."
+        ),
         output: str | None = typer.Option(None, help="Default: benchmarks/results/SUITE."),
         envs: str | None = typer.Option(None, help="Comma-separated env ids (replaces the suite)."),
-        batch_size: int = typer.Option(32, help="Episodes played in lockstep per agent call."),
+        batch_size: int = typer.Option(
+            32, min=1, help="Episodes played in lockstep per agent call."
+        ),
     ) -> None:
         """Score agents on a suite over fixed seeds: JSONL rows, leaderboard.md and .png.
         Finished episodes are skipped on rerun, so an interrupted run resumes."""
@@ -89,6 +93,11 @@ def register(app: typer.Typer) -> None:
         from llmgym.bench.suites import suite_envs
 
         names = split_agent_names(agents)
+        try:
+            for name in names:
+                check_agent_name(name)
+        except AgentError as err:
+            raise _fail(str(err)) from None
         try:
             env_ids = [e.strip() for e in envs.split(",")] if envs else suite_envs(suite)
         except ValueError as err:
@@ -103,12 +112,19 @@ def register(app: typer.Typer) -> None:
         if episodes is not None and episodes < 1:
             raise _fail("--episodes must be at least 1.")
         out = Path(output) if output else Path("benchmarks/results") / suite
+        check_output_dir(out)
+        check_cache()
         command = f"llmgym bench --suite {suite} --agents {','.join(names)} --seed {seed}"
         command += "".join(
             f" --{k} {v}" for k, v in [("episodes", episodes), ("envs", envs)] if v is not None
         )
         command += f" --output {out}"
-        done = {(r["env_id"], r["agent"], r["seed"]) for r in load_rows(out)}
+        try:
+            done = {(r["env_id"], r["agent"], r["seed"]) for r in load_rows(out)}
+        except (KeyError, TypeError):
+            raise _fail(
+                f"{out / 'episodes.jsonl'} has rows llmgym did not write; move it."
+            ) from None
         todo = pending_seeds(env_ids, names, episodes, seed, done)
         progress = Progress(
             "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
@@ -134,10 +150,10 @@ def register(app: typer.Typer) -> None:
                     on_cell=on_cell,
                     on_skip=on_skip,
                 )
-        except AgentError as err:
-            raise _fail(str(err)) from None
         except ModuleNotFoundError as err:
             raise _missing(err) from None
+        except (ValueError, OSError) as err:  # AgentError, a missing model, a damaged file
+            raise _fail(str(err).splitlines()[0] if str(err) else type(err).__name__) from None
         except KeyboardInterrupt:
             typer.echo(f"Interrupted: finished episodes are in {out}; rerun to resume.")
             raise typer.Exit(130) from None

@@ -16,10 +16,9 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
-
-def _fail(message: str) -> typer.Exit:
-    Console(stderr=True, highlight=False).print(f"[bold red]Error:[/] {message}")
-    return typer.Exit(2)
+from llmgym.cli_checks import check_device, check_output_file
+from llmgym.cli_checks import check_env_kwargs, key_values
+from llmgym.cli_checks import fail as _fail
 
 
 def eval_command(
@@ -30,18 +29,46 @@ def eval_command(
     mode: str = typer.Option("score", help="LLM acting mode: score or generate."),
     episodes: int = typer.Option(20, min=1, help="Episodes to run (episode j has seed S+j)."),
     num_envs: int = typer.Option(8, min=1, help="Envs acted for in one batched call."),
-    seed: int = typer.Option(0, help="Seed of the first episode and of the agent's sampling."),
+    seed: int = typer.Option(
+        0, min=0, help="Seed of the first episode and of the agent's sampling."
+    ),
     output: str | None = typer.Option(None, help="Write the result as JSON to this file."),
     temperature: float | None = typer.Option(None, help="LLM sampling temperature."),
     greedy: bool = typer.Option(False, help="LLM takes the most likely action."),
     history: int | None = typer.Option(None, help="LLM: past turns kept in the prompt."),
     device: str = typer.Option("auto", help="auto, cpu, cuda or mps."),
     progress: bool = typer.Option(True, help="Show a progress bar."),
+    exact: bool = typer.Option(
+        False,
+        "--exact",
+        help="The greedy policy's exact expected return from the env's model (Blackjack, "
+        "FrozenLake, Taxi, CliffWalking) instead of sampled episodes; implies --greedy.",
+    ),
+    env_kwarg: list[str] = typer.Option(  # noqa: B008
+        None, "--env-kwarg", help="KEY=VALUE for gym.make and baseline agents (repeatable)."
+    ),
 ) -> None:
-    """Evaluate an agent: mean return with a 95% CI, parse rate, env-steps/s."""
+    """Evaluate an agent: mean return with a 95% CI, parse rate, env-steps/s; or, with
+    --exact, the greedy policy's exact expected return."""
     from llmgym.agents.evaluate import evaluate, format_result
     from llmgym.agents.registry import AgentError
 
+    env_kwargs = key_values(env_kwarg, "--env-kwarg")
+    if env_kwargs:
+        check_env_kwargs(env_id, env_kwargs)
+    if exact:
+        from llmgym.agents.exact import supports_exact
+
+        if agent.partition(":")[0] == "random":
+            raise _fail("--exact evaluates a deterministic (greedy) policy; random is not one.")
+        if not supports_exact(env_id, env_kwargs):
+            raise _fail(
+                f"--exact covers Blackjack, FrozenLake, Taxi and CliffWalking, not {env_id}; "
+                "drop --exact to evaluate with sampled episodes."
+            )
+    check_device(device)
+    if output is not None:
+        check_output_file(output)
     try:
         result = evaluate(
             env_id,
@@ -53,9 +80,11 @@ def eval_command(
             output,
             progress=progress,
             temperature=temperature,
-            greedy=greedy or None,
+            greedy=greedy or exact or None,
             history=history,
             device=device,
+            env_kwargs=env_kwargs,
+            exact=exact,
         )
     except AgentError as error:
         raise _fail(str(error)) from None

@@ -32,43 +32,30 @@ REFERENCES: dict[str, dict[str, float]] = {
 }
 
 
-def _value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def _pairs(items: list[str] | None, what: str) -> dict[str, Any]:
-    from llmgym.cli import fail
-
-    out = {}
-    for item in items or []:
-        if "=" not in item:
-            raise fail(f"{what} {item!r} is not KEY=VALUE; write e.g. {what} is_slippery=false.")
-        key, value = item.split("=", 1)
-        out[key.strip().replace("-", "_")] = _value(value)
-    return out
-
-
 def train(
     env_id: str = typer.Argument(..., help="Text env id, e.g. Text-Blackjack-v1."),
     model: str = typer.Option("smollm2-135m", help="Model short name, Hub id, local dir, or tiny."),
     algo: str = typer.Option("ppo", help="ppo | grpo | reinforce."),
     mode: str = typer.Option("score", help="score (rank valid actions) | generate (free text)."),
-    num_envs: int = typer.Option(8, "--num-envs", help="K envs acted for in one batch."),
-    steps: int = typer.Option(3000, help="Env-step budget."),
-    episodes: int = typer.Option(0, help="Episode budget (0 = none; the first budget hit stops)."),
-    episodes_per_update: int = typer.Option(32, help="Complete episodes per update."),
+    num_envs: int = typer.Option(8, "--num-envs", min=1, help="K envs acted for in one batch."),
+    steps: int = typer.Option(3000, min=1, help="Env-step budget."),
+    episodes: int = typer.Option(
+        0, min=0, help="Episode budget (0 = none; the first budget hit stops)."
+    ),
+    episodes_per_update: int = typer.Option(32, min=1, help="Complete episodes per update."),
     sft: str = typer.Option("none", help="Warm start: none | auto (expert demos) | FILE.jsonl."),
     output: str = typer.Option("", help="Run directory (default runs/<env>-<algo>-<mode>)."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the newest checkpoint."),
-    lr: float = typer.Option(0.0, "--lr", help="Learning rate (0 = the algorithm's default)."),
-    seed: int = typer.Option(0, help="Run seed (RNGs and training env seeds)."),
-    eval_every: int = typer.Option(5, help="Evaluate every N updates (0 = start and end only)."),
-    eval_episodes: int = typer.Option(100, help="Episodes per periodic evaluation."),
+    lr: float = typer.Option(
+        0.0, "--lr", min=0.0, help="Learning rate (0 = the algorithm's default)."
+    ),
+    seed: int = typer.Option(0, min=0, help="Run seed (RNGs and training env seeds)."),
+    eval_every: int = typer.Option(
+        5, min=0, help="Evaluate every N updates (0 = start and end only)."
+    ),
+    eval_episodes: int = typer.Option(100, min=1, help="Episodes per periodic evaluation."),
     final_eval_episodes: int = typer.Option(
-        1000, help="Episodes of the final evaluation (and of the baselines beside it)."
+        1000, min=1, help="Episodes of the final evaluation (and of the baselines beside it)."
     ),
     env_kwarg: list[str] = typer.Option(  # noqa: B008
         None, "--env-kwarg", help="KEY=VALUE for gym.make (repeatable), e.g. is_slippery=false."
@@ -76,7 +63,7 @@ def train(
     set_: list[str] = typer.Option(  # noqa: B008
         None, "--set", help="KEY=VALUE overriding any trainer config field (repeatable)."
     ),
-    threads: int = typer.Option(0, help="torch CPU threads (0 = default; 1 on a busy CPU)."),
+    threads: int = typer.Option(0, min=0, help="torch CPU threads (0 = default; 1 on a busy CPU)."),
     device: str = typer.Option("auto", help="auto | cpu | cuda | mps."),
     result_json: str = typer.Option("", help="Also write the result JSON here."),
     policy_out: str = typer.Option(
@@ -85,10 +72,18 @@ def train(
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
 ) -> None:
     """Train an LLM agent with online RL (LoRA) in a text env; log, checkpoint, evaluate, plot."""
-    from llmgym.cli import fail
+    from llmgym.cli_checks import (
+        check_device,
+        check_env_kwargs,
+        check_output_dir,
+        check_output_file,
+        check_overrides,
+        fail,
+        key_values,
+    )
 
     try:
-        from llmgym.agents.trainers import ALGOS, config_class, trainer_class
+        from llmgym.agents.trainers import ALGOS, checkpoints, config_class, trainer_class
         from llmgym.agents.trainers.base import EVAL_SEED_BASE, TrainingError
     except ImportError as error:
         raise fail(
@@ -106,11 +101,17 @@ def train(
     if sft not in ("none", "auto") and not Path(sft).exists():
         raise fail(f"No SFT demo file at {sft!r}; pass --sft auto, --sft none or a JSONL path.")
     output = output or f"runs/{env_id.removeprefix('Text-')}-{algo}-{mode}"
+    check_device(device)
+    check_output_dir(output)
+    if resume and checkpoints.latest(Path(output) / "checkpoints") is None:
+        raise fail(f"No checkpoint to resume in {output}; drop --resume or pass a run's --output.")
+    if result_json:
+        check_output_file(result_json, "--result-json")
     cls = config_class(algo)
     fields = {f for f in cls.__dataclass_fields__}
     values: dict[str, Any] = dict(
         env_id=env_id,
-        env_kwargs=_pairs(env_kwarg, "--env-kwarg"),
+        env_kwargs=key_values(env_kwarg, "--env-kwarg"),
         model=model,
         mode=mode,
         num_envs=num_envs,
@@ -128,13 +129,15 @@ def train(
     )
     if lr > 0:
         values["learning_rate"] = lr
-    overrides = _pairs(set_, "--set")
-    unknown = sorted(set(overrides) - fields)
-    if unknown:
-        raise fail(f"Unknown config field(s) {', '.join(unknown)} for {algo}; see {cls.__name__}.")
+    overrides = key_values(set_, "--set")
+    check_overrides(cls, overrides)
+    check_env_kwargs(env_id, values["env_kwargs"])
     values |= overrides
     if resume and (Path(output) / "run.json").exists():  # the run's own config, new budget
-        saved = json.loads((Path(output) / "run.json").read_text())["config"]
+        try:
+            saved = json.loads((Path(output) / "run.json").read_text())["config"]
+        except (ValueError, KeyError, TypeError):
+            raise fail(f"{Path(output) / 'run.json'} is damaged; resume another run.") from None
         saved = {k: v for k, v in saved.items() if k in fields}
         budget = {
             "total_env_steps": steps,
@@ -156,8 +159,8 @@ def train(
         trainer.train(resume=resume)
         final = trainer.evaluate(final_eval_episodes)
         weights = trainer.save_policy(policy_out or Path(output) / "policy")
-    except TrainingError as error:
-        raise fail(str(error)) from None
+    except (TrainingError, ValueError, OSError) as error:  # bad model name, config or files
+        raise fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
     wall = time.perf_counter() - start
     seeds = range(EVAL_SEED_BASE, EVAL_SEED_BASE + final_eval_episodes)
     refs = _baselines(env_id, config.env_kwargs, seeds)
@@ -187,12 +190,13 @@ def train(
         "command": command,
     }
     from llmgym.agents.trainers.base import MetricsLogger
+    from llmgym.agents.trainers.checkpoints import log_once
 
     final_row = {
         f"final_eval/{k}": final[k] for k in ("mean_return", "ci95", "success_rate", "parse_rate")
     }
     logger = MetricsLogger(Path(output), {}, tensorboard=False)
-    logger.log(final_row | {"final_eval/episodes": final["episodes"]}, trainer.env_steps)
+    log_once(logger, final_row | {"final_eval/episodes": final["episodes"]}, trainer.env_steps)
     logger.close()
     text = json.dumps(_json_safe(result), indent=2)
     (Path(output) / "result.json").write_text(text)
@@ -275,12 +279,20 @@ def plot(
     refs: dict[str, float] = {}
     result = Path(run_dir) / "result.json"
     if result.exists():
-        data = json.loads(result.read_text())
-        refs = {k: v["mean_return"] for k, v in data.get("baselines_same_seeds", {}).items()}
+        try:
+            data = json.loads(result.read_text())
+            refs = {k: v["mean_return"] for k, v in data.get("baselines_same_seeds", {}).items()}
+        except (ValueError, KeyError, TypeError, AttributeError):
+            refs = {}  # a damaged result.json only loses the reference lines
     try:
         png = plot_run(run_dir, out or None, references=refs)
     except TrainingError as error:
         raise fail(str(error)) from None
+    except (ValueError, KeyError, TypeError, OSError) as error:
+        why = (str(error).splitlines() or [""])[0]
+        raise fail(
+            f"Cannot plot {run_dir}: its metrics.csv is not one llmgym wrote ({why})."
+        ) from None
     console.print(f"Wrote {png}")
 
 

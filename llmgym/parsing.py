@@ -15,7 +15,9 @@ Every parser tries, in order, and reports which step succeeded in ``ParseResult.
    zero clipped into bounds for boxes); ``ok`` is False and ``error`` says why.
 
 Parsers never raise on any string and never evaluate text: only ``json.loads`` and regular
-expressions read it, over at most the last ``MAX_SCAN_CHARS`` characters.
+expressions read it, over at most the last ``MAX_SCAN_CHARS`` characters. Every regular
+expression here runs in linear time (no nested or adjacent quantifiers over the same
+characters), so a step costs milliseconds whatever the text.
 
 Example:
     >>> parse_discrete('{"action": "RIGHT"}', ["LEFT", "RIGHT"]).action
@@ -46,8 +48,10 @@ MAX_SCAN_CHARS = 8_000
 _MAX_JSON_STARTS = 64
 _FUZZY_CUTOFF = 0.8
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+# One character class between the label and its value (not ``\s*[...]*\s*``): adjacent
+# quantifiers over the same characters backtrack quadratically on long whitespace runs.
 _LABELLED = re.compile(
-    r"(?:action|move|command|answer|choice)\s*[:=]\s*[\"'`*\[]*\s*([^\n\"'`*\]{}]{1,80})",
+    r"(?:action|move|command|answer|choice)\s*[:=][\s\"'`*\[]*([^\n\"'`*\]{}]{1,80})",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[A-Za-z0-9_\-]+")
@@ -220,18 +224,20 @@ def parse_box(
     low: Sequence[float] | np.ndarray,
     high: Sequence[float] | np.ndarray,
     integer: bool = False,
+    dtype: Any = np.float32,
 ) -> ParseResult:
     """Parse ``text`` into a flat float array within ``[low, high]`` (JSON → regex → fallback).
 
-    Numbers come from a JSON ``{"action": x}`` or ``[x, y]``, else the numbers after
-    ``Action:``, else the last ``len(low)`` numbers in the text. Out-of-bounds values are
-    clipped and ``clipped`` says so. ``integer=True`` rounds (MultiDiscrete, MultiBinary).
+        Numbers come from a JSON ``{"action": x}`` or ``[x, y]``, else the numbers after
+        ``Action:``, else the last ``len(low)`` numbers in the text. Out-of-bounds values are
+        clipped and ``clipped`` says so. ``integer=True`` rounds (MultiDiscrete, MultiBinary).
+    The action has ``dtype`` (float32 unless told).
 
-    Example:
-        >>> parse_box("push with 0.5 please", low=[-1.0], high=[1.0]).action
-        array([0.5], dtype=float32)
-        >>> parse_box("nothing", low=[-2.0, 0.0], high=[2.0, 1.0]).action
-        array([0., 0.], dtype=float32)
+        Example:
+            >>> parse_box("push with 0.5 please", low=[-1.0], high=[1.0]).action
+            array([0.5], dtype=float32)
+            >>> parse_box("nothing", low=[-2.0, 0.0], high=[2.0, 1.0]).action
+            array([0., 0.], dtype=float32)
     """
     lo = np.asarray(low, dtype=np.float64).ravel()
     hi = np.asarray(high, dtype=np.float64).ravel()
@@ -245,7 +251,7 @@ def parse_box(
         action = np.clip(raw, lo, hi)
         clipped = bool(np.any(action != raw))
         error = "value clipped into the action bounds" if clipped else None
-        return ParseResult(True, method, action.astype(np.float32), error, clipped)
+        return ParseResult(True, method, action.astype(dtype), error, clipped)
 
     for value in reversed(_json_values(text)):
         numbers = _as_numbers(value, size)
@@ -260,5 +266,5 @@ def parse_box(
         numbers = _as_numbers([float(f) for f in found[-size:]], size)
         if numbers is not None:
             return result(numbers, "regex")
-    fallback = np.clip(np.zeros(size), lo, hi).astype(np.float32)
+    fallback = np.clip(np.zeros(size), lo, hi).astype(dtype)
     return ParseResult(False, "fallback", fallback, f"expected {size} number(s) in the answer")

@@ -53,11 +53,16 @@ def evaluate(
     output: str | Path | None = None,
     *,
     progress: bool = True,
+    env_kwargs: dict[str, Any] | None = None,
+    exact: bool = False,
     **agent_options: Any,
 ) -> dict[str, Any]:
     """Evaluate ``agent`` (a name for ``make_agent`` or a TextAgent) and return the summary
     dict (also written to ``output`` as JSON when given). ``history=k`` makes the envs carry
-    the last k turns in ``info["messages"]``; other options go to ``make_agent``."""
+    the last k turns in ``info["messages"]``; ``env_kwargs`` go to ``gym.make`` and baseline
+    agents; ``exact=True`` computes the greedy policy's exact expected return
+    (``llmgym.agents.exact``) instead of playing episodes; other options go to
+    ``make_agent``."""
     if env_id not in gym.registry:
         raise ValueError(
             f"Unknown environment {env_id!r}; run `llmgym envs` to list the text envs."
@@ -69,10 +74,15 @@ def evaluate(
     # Chat history comes from the env (info["messages"]), so it follows each env's episodes.
     history = int(agent_options.pop("history", None) or 0)
     name = agent if isinstance(agent, str) else type(agent).__name__
+    env_kwargs = dict(env_kwargs or {})
     if isinstance(agent, str):
-        agent = make_agent(agent, env_id, mode=mode, seed=seed, **agent_options)
+        options = agent_options | ({"greedy": True} if exact else {})
+        agent = make_agent(agent, env_id, mode=mode, seed=seed, env_kwargs=env_kwargs, **options)
+    if exact:
+        return _exact(env_id, name, agent, mode, env_kwargs, output)
     num_envs = min(num_envs, episodes)
-    env_kwargs = {"history": history} if history else {}
+    if history:
+        env_kwargs["history"] = history
     envs = [gym.make(env_id, **env_kwargs) for _ in range(num_envs)]
     returns: list[float] = [0.0] * episodes
     lengths = [0] * episodes
@@ -135,6 +145,32 @@ def evaluate(
     return result
 
 
+def _exact(
+    env_id: str, name: str, agent: TextAgent, mode: str, env_kwargs: dict, output: Any
+) -> dict[str, Any]:
+    from llmgym.agents.exact import exact_value
+
+    start = time.perf_counter()
+    exact = exact_value(env_id, agent.act_batch, env_kwargs)
+    result = {
+        "env_id": env_id,
+        "env_kwargs": env_kwargs,
+        "agent": name,
+        "mode": mode,
+        "eval_method": "exact",
+        "mean_return": exact.value,
+        "ci95": 0.0,
+        "states": exact.states,
+        "parse_rate": exact.parse_rate,
+        "wall_s": time.perf_counter() - start,
+        "machine": f"{platform.machine()} {platform.system()}, python {platform.python_version()}",
+    }
+    if output is not None:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
 def format_result(result: dict[str, Any]) -> str:
     """The one-paragraph summary ``llmgym eval`` prints.
 
@@ -144,7 +180,17 @@ def format_result(result: dict[str, Any]) -> str:
         ...     "mean_length": 2.0}))
         random on E: mean return +0.500 ± 0.250 (95% CI, 4 episodes, mean length 2.0)
         parse rate 100.0%, 10.0 env-steps/s
+        >>> print(format_result({"env_id": "E", "agent": "optimal", "eval_method": "exact",
+        ...     "mean_return": 0.74, "states": 11, "parse_rate": 1.0}))
+        optimal on E: exact expected return of the greedy policy +0.7400 (11 states)
+        parse rate 100.0%
     """
+    if result.get("eval_method") == "exact":
+        return (
+            f"{result['agent']} on {result['env_id']}: exact expected return of the greedy "
+            f"policy {result['mean_return']:+.4f} ({result['states']} states)\n"
+            f"parse rate {100 * result['parse_rate']:.1f}%"
+        )
     return (
         f"{result['agent']} on {result['env_id']}: mean return {result['mean_return']:+.3f} "
         f"± {result['ci95']:.3f} (95% CI, {result['episodes']} episodes, "

@@ -101,10 +101,12 @@ class LLMAgent:
 
 
 def _baseline(kind: str) -> AgentFactory:
-    def factory(argument: str, env_id: str, *, seed: int = 0, **_: Any) -> TextAgent:
+    def factory(
+        argument: str, env_id: str, *, seed: int = 0, env_kwargs: dict | None = None, **_: Any
+    ) -> TextAgent:
         from llmgym.agents.baselines import make_baseline
 
-        return make_baseline(kind, env_id, seed=seed)
+        return make_baseline(kind, env_id, seed=seed, **(env_kwargs or {}))
 
     return factory
 
@@ -116,6 +118,7 @@ def _llm(
     mode: str = "score",
     seed: int = 0,
     device: str = "auto",
+    env_kwargs: dict | None = None,
     **config: Any,
 ) -> LLMAgent:
     """``llm:MODEL[@CHECKPOINT][,key=value...]``: the options after commas override ``config``
@@ -140,8 +143,12 @@ def _llm(
     model_name, _, checkpoint = model_ref.partition("@")
     if checkpoint:  # the run's own config names the base model
         from llmgym.agents.trainers import load_trained_policy
+        from llmgym.agents.trainers.base import TrainingError
 
-        policy = load_trained_policy(checkpoint, device=device, policy_config=policy_config)
+        try:
+            policy = load_trained_policy(checkpoint, device=device, policy_config=policy_config)
+        except TrainingError as error:  # not a run, or a damaged one: one sentence
+            raise AgentError(str(error)) from None
         return LLMAgent(policy, name=f"llm:{argument}")
     model, tokenizer = load_model(model_name or DEFAULT_MODEL, device=device)
     return LLMAgent(LLMPolicy(model, tokenizer, policy_config), name=f"llm:{argument}")

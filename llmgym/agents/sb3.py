@@ -6,8 +6,12 @@ flattened, as Blackjack needs; Discrete observations one-hot encoded by SB3 itse
 evaluated on the ``Text-*`` twin with the same seeds as every other agent.
 
 Models are cached under ``$LLMGYM_CACHE`` (default ``~/.cache/llmgym/baselines``) as
-``<env>-<algo>-s<seed>-<hash>.zip`` plus a ``.json`` record of how they were trained; the hash
-covers the hyperparameters and env kwargs, so editing ``HYPERPARAMS`` retrains.
+``<env>-<algo>-s<seed>-<hash>.safetensors`` (the policy network's weights) plus a ``.json``
+recipe of how they were trained; the hash covers the hyperparameters and env kwargs, so
+editing ``HYPERPARAMS`` retrains. Loading never unpickles: the policy is rebuilt from the
+known algorithm class and this module's recipe, and the weights are loaded with
+``strict=True``. SB3's own ``.zip`` files (pickles inside) are never read; an old zip cache or
+any file that is not what llmgym wrote is refused with one sentence.
 
 Run: ``llmgym baselines train CartPole-v1 --algo ppo`` (stable-baselines3 needs the
 ``baselines`` extra: ``pip install "llmgym[baselines]"``).
@@ -33,6 +37,8 @@ from llmgym.agents.baselines import BaselineAgent, make_eval_env
 from llmgym.agents.registry import AgentError
 
 ALGOS = ("ppo", "dqn", "a2c")
+#: Written into every cached recipe and weights file; anything else is refused.
+CACHE_FORMAT = "llmgym-sb3-policy-v1"
 
 
 @dataclass(frozen=True)
@@ -246,6 +252,9 @@ def make_base_env(base_id: str, **env_kwargs: Any) -> gym.Env:
 
 
 def _check(base_id: str, algo: str) -> None:
+    root = cache_dir()
+    if root.exists() and not root.is_dir():
+        raise AgentError(f"The baseline cache {root} is a file; point LLMGYM_CACHE at a folder.")
     if algo not in ALGOS:
         raise AgentError(f"Unknown algorithm {algo!r}: use one of {', '.join(ALGOS)}.")
     if base_id not in gym.registry:
@@ -263,7 +272,7 @@ def model_path(
         config = SB3Config(timesteps, config.source, config.n_envs, config.hyperparams)
     key = json.dumps([asdict(config), env_kwargs], sort_keys=True, default=str)
     digest = hashlib.sha1(key.encode()).hexdigest()[:8]
-    return cache_dir() / f"{base_id}-{algo}-s{seed}-{digest}.zip"
+    return cache_dir() / f"{base_id}-{algo}-s{seed}-{digest}.safetensors"
 
 
 def _resolve(hyperparams: dict[str, Any]) -> dict[str, Any]:
@@ -293,25 +302,28 @@ def train(
     ``timesteps`` overrides the recipe's budget (and so makes a separate cache entry).
     """
     _check(base_id, algo)
+    if timesteps is not None and timesteps < 1:
+        raise AgentError(f"timesteps must be at least 1, not {timesteps}.")
+    if seed < 0:
+        raise AgentError(f"seed must be 0 or more, not {seed}.")
     path = model_path(base_id, algo, seed, timesteps, **env_kwargs)
     if path.exists() and not force:
         return path
     import stable_baselines3 as sb3
-    from stable_baselines3.common.env_util import make_vec_env
+    from safetensors.torch import save_file
 
     config = config_for(base_id, algo)
     steps = timesteps or config.n_timesteps
-    vec_env = make_vec_env(
-        lambda: make_base_env(base_id, **env_kwargs), n_envs=config.n_envs, seed=seed
-    )
-    cls = {"ppo": sb3.PPO, "dqn": sb3.DQN, "a2c": sb3.A2C}[algo]
-    model = cls("MlpPolicy", vec_env, seed=seed, verbose=0, **_resolve(config.hyperparams))
+    model = _build(base_id, algo, seed, config.n_envs, env_kwargs)
     start = time.perf_counter()
     model.learn(total_timesteps=steps, progress_bar=progress)
     seconds = time.perf_counter() - start
     path.parent.mkdir(parents=True, exist_ok=True)
-    model.save(path)
+    state = {k: v.detach().cpu().contiguous() for k, v in model.policy.state_dict().items()}
+    tmp = path.with_name(path.name + ".tmp")
+    save_file(state, str(tmp), metadata={"format": CACHE_FORMAT})
     record = {
+        "format": CACHE_FORMAT,
         "env_id": base_id,
         "algo": algo,
         "seed": seed,
@@ -322,7 +334,44 @@ def train(
         "stable_baselines3": sb3.__version__,
     }
     path.with_suffix(".json").write_text(json.dumps(record, indent=2, default=str) + "\n")
+    os.replace(tmp, path)  # the weights appear last: a present file has its recipe
     return path
+
+
+def _build(base_id: str, algo: str, seed: int, n_envs: int, env_kwargs: dict[str, Any]) -> Any:
+    """A fresh SB3 model of the known class and recipe (untrained)."""
+    import stable_baselines3 as sb3
+    from stable_baselines3.common.env_util import make_vec_env
+
+    hyperparams = _resolve(config_for(base_id, algo).hyperparams)
+    vec_env = make_vec_env(lambda: make_base_env(base_id, **env_kwargs), n_envs=n_envs, seed=seed)
+    cls = {"ppo": sb3.PPO, "dqn": sb3.DQN, "a2c": sb3.A2C}[algo]
+    return cls("MlpPolicy", vec_env, seed=seed, verbose=0, device="cpu", **hyperparams)
+
+
+def load_model(path: Path, base_id: str, algo: str, seed: int, env_kwargs: dict) -> Any:
+    """Rebuild the cached policy at ``path`` without unpickling anything; AgentError (one
+    sentence) for anything that is not a policy llmgym cached for this env and algorithm."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    redo = f"delete it and run `llmgym baselines train {base_id} --algo {algo} --force`"
+    try:
+        record = json.loads(path.with_suffix(".json").read_text())
+        weights = load_file(str(path))
+    except (OSError, ValueError, SafetensorError) as error:
+        why = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise AgentError(f"The cached baseline {path} is unreadable ({why}); {redo}.") from None
+    expected = {"format": CACHE_FORMAT, "env_id": base_id, "algo": algo}
+    if not isinstance(record, dict) or any(record.get(k) != v for k, v in expected.items()):
+        raise AgentError(f"The recipe beside {path} is not llmgym's for {base_id}/{algo}; {redo}.")
+    model = _build(base_id, algo, seed, 1, env_kwargs)
+    try:
+        model.policy.load_state_dict(weights, strict=True)
+    except RuntimeError:
+        raise AgentError(f"The weights in {path} do not fit the {algo} policy; {redo}.") from None
+    model.policy.set_training_mode(False)
+    return model
 
 
 class SB3Agent(BaselineAgent):
@@ -354,11 +403,14 @@ def load_agent(
     env_kwargs = env_kwargs or {}
     _check(base_id, algo)
     path = model_path(base_id, algo, seed, **env_kwargs)
+    legacy = path.with_suffix(".zip")
+    if not path.exists() and legacy.exists():
+        raise AgentError(
+            f"{legacy} is an SB3 zip from an older llmgym, which is not loaded because it holds "
+            f"pickles; run `llmgym baselines train {base_id} --algo {algo}` to cache it anew."
+        )
     if not path.exists():
         print(f"Training sb3-{algo} on {base_id} (cached at {path}) ...", file=sys.stderr)
         train(base_id, algo, seed=seed, progress=sys.stderr.isatty(), **env_kwargs)
-    import stable_baselines3 as sb3
-
-    cls = {"ppo": sb3.PPO, "dqn": sb3.DQN, "a2c": sb3.A2C}[algo]
-    model = cls.load(path, device="cpu")
+    model = load_model(path, base_id, algo, seed, env_kwargs)
     return SB3Agent(gym.make(base_id, **env_kwargs), model, f"sb3-{algo}")

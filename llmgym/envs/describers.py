@@ -85,10 +85,25 @@ def answer_format(env: gym.Env, names: list[str] | None) -> str:
     return _ANSWER_BOX.format(size=size)
 
 
+def _bound(x: float, integer: bool) -> str:
+    if not np.isfinite(x):
+        return "-inf" if x < 0 else "inf"
+    return str(int(x)) if integer else fmt(x, 2)
+
+
 def bounds_text(space: spaces.Box) -> str:
-    """Per-dimension bounds of a box, e.g. ``[-2.0, 2.0]``."""
+    """Per-dimension bounds of a box, e.g. ``[-2.00, 2.00]``; integers as integers, unbounded
+    sides as ``inf``.
+
+    Example:
+        >>> bounds_text(spaces.Box(np.array([-3, 0]), np.array([3, 9]), dtype=np.int64))
+        '[-3, 3], [0, 9]'
+        >>> bounds_text(spaces.Box(-np.inf, 1.0, (1,)))
+        '[-inf, 1.00]'
+    """
+    integer = bool(np.issubdtype(space.dtype, np.integer))
     low, high = space.low.ravel(), space.high.ravel()
-    return ", ".join(f"[{fmt(lo, 2)}, {fmt(hi, 2)}]" for lo, hi in zip(low, high))
+    return ", ".join(f"[{_bound(lo, integer)}, {_bound(hi, integer)}]" for lo, hi in zip(low, high))
 
 
 def build_system_prompt(task: str, env: gym.Env, actions: list[tuple[str, str]] | None) -> str:
@@ -155,9 +170,11 @@ def _space_summary(space: spaces.Space, label: str = "") -> list[str]:
     if isinstance(space, spaces.Box):
         return [f"- {name}: {space.shape} numbers with bounds {bounds_text(space)}"]
     if isinstance(space, spaces.MultiDiscrete):
-        return [f"- {name}: integers, each below {space.nvec.ravel().tolist()}"]
+        start, nvec = np.asarray(space.start).ravel(), space.nvec.ravel()
+        ranges = ", ".join(f"[{a}, {a + n - 1}]" for a, n in zip(start.tolist(), nvec.tolist()))
+        return [f"- {name}: {nvec.size} integers within {ranges}"]
     if isinstance(space, spaces.MultiBinary):
-        return [f"- {name}: {space.n} bits (0 or 1)"]
+        return [f"- {name}: {int(np.prod(space.shape))} bits (0 or 1)"]
     return [f"- {name}: {type(space).__name__}"]
 
 

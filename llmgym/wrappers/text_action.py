@@ -42,17 +42,12 @@ def make_parser(
 
         return parse
     if isinstance(action_space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
-        if isinstance(action_space, spaces.Box):
-            low, high, integer = action_space.low, action_space.high, False
-        elif isinstance(action_space, spaces.MultiDiscrete):
-            low, high, integer = np.zeros(action_space.nvec.shape), action_space.nvec - 1, True
-        else:
-            low, high, integer = np.zeros(action_space.shape), np.ones(action_space.shape), True
+        low, high, integer = action_bounds(action_space)
         shape, dtype = action_space.shape, action_space.dtype
 
         def parse(text: str) -> ParseResult:
-            r = parse_box(text, low, high, integer=integer)
-            action = np.asarray(r.action).reshape(shape).astype(dtype)
+            r = parse_box(text, low, high, integer=integer, dtype=np.float64)
+            action = r.action.reshape(shape).astype(dtype)
             return ParseResult(r.ok, r.method, action, r.error, r.clipped)
 
         return parse
@@ -60,6 +55,35 @@ def make_parser(
         f"llmgym cannot parse text into a {type(action_space).__name__} action space; "
         "pass parser=<a function from text to llmgym.parsing.ParseResult> to TextAction."
     )
+
+
+def action_bounds(space: spaces.Space) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Finite flat ``(low, high, integer)`` bounds of a Box, MultiDiscrete or MultiBinary.
+
+    MultiDiscrete counts from its ``start``; an integer Box rounds; an unbounded float Box is
+    bounded by its dtype's largest finite values, so no parsed number becomes ``inf``.
+
+    Example:
+        >>> low, high, integer = action_bounds(spaces.MultiDiscrete([3, 5], start=[-2, 10]))
+        >>> low.tolist(), high.tolist(), integer
+        ([-2.0, 10.0], [0.0, 14.0], True)
+        >>> float(action_bounds(spaces.Box(-np.inf, np.inf, (1,), np.float32))[1][0])
+        3.4028234663852886e+38
+    """
+    if isinstance(space, spaces.MultiDiscrete):
+        start = np.asarray(space.start, dtype=np.float64).ravel()
+        return start, start + space.nvec.astype(np.float64).ravel() - 1, True
+    if isinstance(space, spaces.MultiBinary):
+        size = int(np.prod(space.shape))
+        return np.zeros(size), np.ones(size), True
+    low = np.asarray(space.low, dtype=np.float64).ravel()
+    high = np.asarray(space.high, dtype=np.float64).ravel()
+    integer = bool(np.issubdtype(space.dtype, np.integer))
+    info = np.iinfo(space.dtype) if integer else np.finfo(space.dtype)
+    lo_limit, hi_limit = float(info.min), float(info.max)
+    if hi_limit > info.max:  # int64's max is not a float: stay one float below it
+        lo_limit, hi_limit = np.nextafter(lo_limit, 0.0), np.nextafter(hi_limit, 0.0)
+    return np.clip(low, lo_limit, hi_limit), np.clip(high, lo_limit, hi_limit), integer
 
 
 class TextAction(gym.ActionWrapper):
@@ -150,7 +174,7 @@ class TextAction(gym.ActionWrapper):
         if isinstance(space, spaces.Discrete):
             return int(space.start) + int(self._rng.integers(int(space.n)))
         if isinstance(space, spaces.MultiDiscrete):
-            return self._rng.integers(space.nvec).astype(space.dtype)
+            return (space.start + self._rng.integers(space.nvec)).astype(space.dtype)
         if isinstance(space, spaces.MultiBinary):
             return self._rng.integers(2, size=space.shape).astype(space.dtype)
         bounded = np.isfinite(space.low) & np.isfinite(space.high)

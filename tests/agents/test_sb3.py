@@ -51,3 +51,107 @@ def test_discrete_observations_batch(monkeypatch):
 def test_unknown_algorithm_is_a_user_error():
     with pytest.raises(ValueError, match="Unknown algorithm"):
         sb3.train("CartPole-v1", "sac")
+
+
+# --- the cache never unpickles (issue 13, item 2) ----------------------------------------
+
+
+class _Payload:
+    """Unpickling this creates a marker file: proof that a pickle was executed."""
+
+    marker = ""
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def _tiny_ppo(monkeypatch):
+    tiny = sb3.SB3Config(64, "test", hyperparams=dict(n_steps=32, batch_size=32, n_epochs=1))
+    monkeypatch.setitem(sb3.HYPERPARAMS, ("CartPole-v1", "ppo"), tiny)
+    return sb3.model_path("CartPole-v1", "ppo")
+
+
+def _forbid_unpickling(monkeypatch):
+    import pickle
+
+    import torch
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the SB3 cache was unpickled")
+
+    for module, name in [(pickle, "loads"), (pickle, "load"), (torch, "load")]:
+        monkeypatch.setattr(module, name, refuse)
+    try:
+        import cloudpickle
+
+        monkeypatch.setattr(cloudpickle, "loads", refuse)
+    except ImportError:
+        pass
+
+
+def test_cache_is_safetensors_and_loads_without_unpickling(monkeypatch):
+    path = _tiny_ppo(monkeypatch)
+    sb3.train("CartPole-v1", "ppo", progress=False)
+    assert path.suffix == ".safetensors" and path.exists()
+    trained = sb3.load_agent("CartPole-v1", "ppo")
+    _forbid_unpickling(monkeypatch)
+    agent = sb3.load_agent("CartPole-v1", "ppo")
+    obs = [gym.make("CartPole-v1").reset(seed=i)[0] for i in range(8)]
+    assert agent.act_many(obs) == trained.act_many(obs)
+
+
+def test_a_crafted_zip_at_the_cache_path_runs_nothing(monkeypatch, tmp_path):
+    import base64
+    import json
+    import pickle
+    import zipfile
+
+    path = _tiny_ppo(monkeypatch)
+    marker = tmp_path / "PWNED"
+    _Payload.marker = str(marker)
+    blob = base64.b64encode(pickle.dumps(_Payload())).decode()
+    data = {"policy_class": {":type:": "<class 'abc.ABCMeta'>", ":serialized:": blob}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("data", json.dumps(data))
+    with pytest.raises(ValueError, match="unreadable") as info:
+        sb3.load_agent("CartPole-v1", "ppo")
+    assert not marker.exists()
+    assert "\n" not in str(info.value)
+
+
+def test_foreign_weights_and_recipes_are_refused(monkeypatch):
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+
+    path = _tiny_ppo(monkeypatch)
+    sb3.train("CartPole-v1", "ppo", progress=False)
+    recipe = json.loads(path.with_suffix(".json").read_text())
+    save_file({"w": torch.zeros(2)}, str(path))
+    with pytest.raises(ValueError, match="do not fit"):
+        sb3.load_agent("CartPole-v1", "ppo")
+    path.write_bytes(b"\x00" * 10)
+    with pytest.raises(ValueError, match="unreadable"):
+        sb3.load_agent("CartPole-v1", "ppo")
+    sb3.train("CartPole-v1", "ppo", progress=False, force=True)
+    path.with_suffix(".json").write_text(json.dumps(recipe | {"algo": "dqn"}))
+    with pytest.raises(ValueError, match="not llmgym's"):
+        sb3.load_agent("CartPole-v1", "ppo")
+
+
+def test_an_old_zip_cache_is_refused_with_one_sentence(monkeypatch):
+    path = _tiny_ppo(monkeypatch)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".zip").write_bytes(b"PK\x03\x04 old")
+    with pytest.raises(ValueError, match="older llmgym") as info:
+        sb3.load_agent("CartPole-v1", "ppo")
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("timesteps", [0, -5])
+def test_nonpositive_timesteps_are_refused(timesteps, cache):
+    with pytest.raises(ValueError, match="at least 1"):
+        sb3.train("CartPole-v1", "ppo", timesteps=timesteps, progress=False)
+    assert not list(cache.iterdir())

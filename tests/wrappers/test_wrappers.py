@@ -40,7 +40,7 @@ def test_generic_describer_names_every_field():
     obs, info = env.reset(seed=0)
     for field in ("position[0]", "position[1]", "mode", "flags", "pair[0]", "pair[1]"):
         assert field in obs
-    for field in ("position", "mode", "flags", "pair[0]", "pair[1]", "each below [3, 2]"):
+    for field in ("position", "mode", "flags", "pair[0]", "pair[1]", "within [0, 2], [0, 1]"):
         assert field in info["system_prompt"]
     assert "\n\n\n" not in info["system_prompt"]
     with warnings.catch_warnings():

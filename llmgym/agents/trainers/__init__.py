@@ -83,13 +83,14 @@ def _restore(checkpoint: str, device: str) -> Any:
     import json
     from pathlib import Path
 
+    from llmgym.agents.trainers import checkpoints
     from llmgym.agents.trainers.base import TrainingError
 
     path = Path(checkpoint)
-    latest = path / "checkpoints" / "latest"
-    if latest.exists():
-        path = path / "checkpoints" / latest.read_text().strip()
-    if not (path / "trainer_state.json").exists():
+    if (path / "checkpoints").is_dir():
+        path = checkpoints.latest(path / "checkpoints") or path
+    whole = checkpoints.complete(path) or _is_policy_dir(path)
+    if not whole or not (path / "config.json").is_file():
         raise TrainingError(
             f"No llmgym checkpoint at {checkpoint!r}; pass a run directory of `llmgym train` "
             "or a policy directory."
@@ -100,6 +101,16 @@ def _restore(checkpoint: str, device: str) -> Any:
     trainer = trainer_class(algo)(config_class(algo).from_dict(values))
     trainer.load_checkpoint(path)
     return trainer
+
+
+def _is_policy_dir(path: Any) -> bool:
+    """Whether ``path`` holds a policy directory written by ``Trainer.save_policy``."""
+    import json
+
+    try:
+        return bool(json.loads((path / "trainer_state.json").read_text()).get("policy_only"))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 __all__ = [

@@ -32,6 +32,7 @@ import gymnasium as gym
 import numpy as np
 
 import llmgym  # noqa: F401  (registers the Text-* ids)
+from llmgym.agents.trainers import checkpoints
 
 REF_HEAD_FILE = "reference_head.safetensors"
 TRAINING_STATS = ("count", "total", "outer")  # the whitener's statistics: only for training
@@ -848,6 +849,7 @@ class Trainer:
         if resume:
             self.load_checkpoint()
         else:
+            checkpoints.start_fresh(self.run_dir)
             self._save_run_info()
         self.logger = MetricsLogger(self.run_dir, cfg.to_dict())
         if resume:
@@ -868,7 +870,8 @@ class Trainer:
             while not self._done():
                 self.run_iteration(pbar)
             final = self.evaluate()
-            self.logger.log(_eval_metrics(final) | {"iteration": self.iteration}, self.env_steps)
+            final_row = _eval_metrics(final) | {"iteration": self.iteration}
+            checkpoints.log_once(self.logger, final_row, self.env_steps)
             self.save_checkpoint()
             return final
         finally:
@@ -1049,12 +1052,7 @@ class Trainer:
             "ent_boost": self.ent_boost,
         }
         (tmp / "trainer_state.json").write_text(json.dumps(state | self.extra_state(), indent=2))
-        if path.exists():
-            import shutil
-
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-        (self.run_dir / "checkpoints" / "latest").write_text(path.name)
+        checkpoints.commit(tmp, path)  # rename-aside replacement, atomic `latest`
         return path
 
     def save_policy(self, path: str | Path) -> Path:
@@ -1112,16 +1110,14 @@ class Trainer:
         """Hook: restore what :meth:`extra_state` saved."""
 
     def latest_checkpoint(self) -> Path | None:
-        pointer = self.run_dir / "checkpoints" / "latest"
-        if not pointer.exists():
-            return None
-        return self.run_dir / "checkpoints" / pointer.read_text().strip()
+        return checkpoints.latest(self.run_dir / "checkpoints")
 
     def load_checkpoint(self, path: str | Path | None = None) -> None:
         """Restore everything :meth:`save_checkpoint` wrote; the next iteration then matches
         the uninterrupted run."""
-        torch = self.torch
-        from safetensors.torch import load_file
+        import pickle
+
+        from safetensors import SafetensorError
 
         ckpt = Path(path) if path else self.latest_checkpoint()
         if ckpt is None or not ckpt.exists():
@@ -1129,6 +1125,29 @@ class Trainer:
                 f"No checkpoint to resume in {self.run_dir}; drop --resume or point --output at "
                 "an earlier run directory."
             )
+        try:
+            self._load_checkpoint(ckpt)
+        except (
+            OSError,
+            EOFError,
+            ValueError,  # json.JSONDecodeError too
+            KeyError,
+            TypeError,
+            RuntimeError,  # torch.load, load_state_dict
+            SafetensorError,
+            pickle.UnpicklingError,  # torch.load(weights_only=True) of a cut file
+        ) as error:
+            why = (str(error).splitlines() or [type(error).__name__])[0][:200]
+            raise TrainingError(
+                f"The checkpoint {ckpt} is damaged ({type(error).__name__}: {why}); delete it to "
+                "resume from an earlier one, or start afresh without --resume."
+            ) from None
+
+    def _load_checkpoint(self, ckpt: Path) -> None:
+        """The body of :meth:`load_checkpoint`, which turns its errors into one sentence."""
+        torch = self.torch
+        from safetensors.torch import load_file
+
         state = json.loads((ckpt / "trainer_state.json").read_text())
         if state.get("algo") != self.algo:
             raise TrainingError(

@@ -16,12 +16,18 @@ winning within each:
 When the reference answer is a number, the first number of the extracted text is taken
 ("42 apples" -> "42"; "1,234" -> "1234"; "20.0" -> "20"). The generator's own verifier then
 scores it; the reward is 1.0 for a fully correct answer and 0.0 otherwise (partial credit is
-reported in ``info["verifier_score"]``). Nothing is ever evaluated as code.
+reported in ``info["verifier_score"]``). Nothing is ever evaluated as code: only datasets
+whose verifiers never evaluate text are offered (``SAFE_DATASETS``); any other name is
+refused with a ValueError.
 
 With ``max_turns=1`` (single-step) every answer ends the episode. With ``max_turns > 1``
 (``Text-GSM-Stepwise-v0``: 8 turns) a turn without a final answer is an intermediate step
 (``method`` is ``"step"``, reward 0): the next observation repeats the problem with the steps
 so far; the episode ends at the first answer or, with reward 0, after ``max_turns`` turns.
+A turn's text is capped: only its first 3,200 characters can become a step (kept to 800
+after collapsing whitespace) and only its last ``MAX_ANSWER_CHARS`` (100,000) are read at
+all, the final answer being searched in the last 8,000; so a huge answer costs no more than a
+short one.
 ``info["answer"]`` holds the reference answer from reset on; ``valid_actions`` is ``[]``.
 
 Example:
@@ -51,9 +57,15 @@ from llmgym.wrappers.text_observation import MAX_OBSERVATION_CHARS, sanitize
 
 _NUMBER = re.compile(r"[-+]?\d{1,30}(?:\.\d{1,30})?(?:\s*/\s*\d{1,30})?")
 _BOXED = re.compile(r"\\boxed\s*\{")
-_PROSE = re.compile(r"\banswer\s*(?:is|:|=)\s*:?\s*([^\n]{1,120})", re.IGNORECASE)
+# ``[\s:]*`` rather than ``\s*:?\s*``: adjacent whitespace quantifiers backtrack
+# quadratically on a long run of newlines.
+_PROSE = re.compile(r"\banswer\s*(?:is|:|=)[\s:]*([^\n]{1,120})", re.IGNORECASE)
 _TO_ASCII = {"£": "GBP ", "€": "EUR ", "¥": "JPY ", "×": "*", "÷": "/", "−": "-", "…": "..."}
 _STEP_CHARS = 800
+#: Longest answer read in full. Longer answers are cut before any work: the final answer is
+#: looked for in the last ``MAX_SCAN_CHARS`` characters, a stepwise turn keeps its first
+#: ``_STEP_CHARS`` (after collapsing whitespace), so a step costs the same for 4 KB or 1 GB.
+MAX_ANSWER_CHARS = 100_000
 _ANSWER_FORMAT = (
     'Give the final answer as a JSON object, {"answer": <number>}, or as \\boxed{<number>}, '
     'or end with "The answer is <number>." Answer with a number only, without units.'
@@ -139,8 +151,133 @@ def extract_answer(text: str, numeric: bool = True) -> tuple[str | None, str]:
     return None, "fallback"
 
 
+#: reasoning-gym datasets offered by ``ReasoningEnv``: those whose verifier (``score_answer``
+#: and everything it calls) never reaches ``eval``, ``exec``, ``compile``, sympy's
+#: ``parse_expr``/``sympify`` or ``__import__``, audited on reasoning-gym 0.1.19 by
+#: ``verifier_audit.audit`` (93 of 106). Left out: ``binary_matrix``, ``bitwise_arithmetic``,
+#: ``countdown``, ``intermediate_integration``, ``n_queens``, ``number_sorting``,
+#: ``polynomial_multiplication``, ``propositional_logic``, ``puzzle24``, ``simple_integration``,
+#: ``spiral_matrix``, ``string_insertion`` (their verifiers evaluate the answer) and
+#: ``composite`` (it delegates to any dataset). A test re-audits the installed version.
+SAFE_DATASETS = frozenset(
+    {
+        "ab",
+        "acre",
+        "advanced_geometry",
+        "aiw",
+        "arc_1d",
+        "arc_agi",
+        "base_conversion",
+        "basic_arithmetic",
+        "bf",
+        "binary_alternation",
+        "boxnet",
+        "caesar_cipher",
+        "calendar_arithmetic",
+        "chain_sum",
+        "circuit_logic",
+        "codeio",
+        "coin_flip",
+        "color_cube_rotation",
+        "complex_arithmetic",
+        "count_bits",
+        "count_primes",
+        "course_schedule",
+        "cryptarithm",
+        "decimal_arithmetic",
+        "decimal_chain_sum",
+        "dice",
+        "emoji_mystery",
+        "family_relationships",
+        "figlet_font",
+        "fraction_simplification",
+        "futoshiki",
+        "game_of_life",
+        "game_of_life_halting",
+        "gcd",
+        "graph_color",
+        "group_anagrams",
+        "gsm_symbolic",
+        "isomorphic_strings",
+        "jugs",
+        "kakurasu",
+        "knight_swap",
+        "knights_knaves",
+        "largest_island",
+        "lcm",
+        "leg_counting",
+        "letter_counting",
+        "letter_jumble",
+        "list_functions",
+        "mahjong_puzzle",
+        "manipulate_matrix",
+        "maze",
+        "mini_sudoku",
+        "modulo_grid",
+        "needle_haystack",
+        "number_filtering",
+        "number_format",
+        "number_sequence",
+        "palindrome_generation",
+        "palindrome_partitioning",
+        "path_star",
+        "polynomial_equations",
+        "pool_matrix",
+        "power_function",
+        "prime_factorization",
+        "products",
+        "quantum_lock",
+        "ransom_note",
+        "rearc",
+        "rectangle_count",
+        "rotate_matrix",
+        "rotten_oranges",
+        "rubiks_cube",
+        "rush_hour",
+        "self_reference",
+        "sentence_reordering",
+        "shortest_path",
+        "simple_equations",
+        "simple_geometry",
+        "sokoban",
+        "spell_backward",
+        "string_manipulation",
+        "string_splitting",
+        "string_synthesis",
+        "sudoku",
+        "survo",
+        "syllogism",
+        "time_intervals",
+        "tower_of_hanoi",
+        "tsumego",
+        "word_ladder",
+        "word_sequence_reversal",
+        "word_sorting",
+        "zebra_puzzles",
+    }
+)
+
+
+def check_dataset(dataset: str) -> None:
+    """Raise ValueError unless ``dataset`` is in ``SAFE_DATASETS``.
+
+    Example:
+        >>> check_dataset("intermediate_integration")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: Dataset 'intermediate_integration' is not offered: ...
+    """
+    if dataset not in SAFE_DATASETS:
+        raise ValueError(
+            f"Dataset {dataset!r} is not offered: its reasoning-gym verifier can run answer text "
+            "as code; pick one of llmgym.envs.language.math_env.SAFE_DATASETS."
+        )
+
+
 def make_dataset(dataset: str, config: dict[str, Any] | None, seed: int, size: int) -> Any:
-    """A reasoning-gym dataset; its items are generated lazily from ``seed`` and the index."""
+    """A reasoning-gym dataset; its items are generated lazily from ``seed`` and the index.
+    Only ``SAFE_DATASETS`` are made."""
+    check_dataset(dataset)
     import reasoning_gym
 
     return reasoning_gym.create_dataset(dataset, seed=seed, size=size, **(config or {}))
@@ -219,10 +356,12 @@ class ReasoningEnv(gym.Env):
         if not self._entry:
             raise RuntimeError("Call reset() before step() on a reasoning env.")
         text = action if isinstance(action, str) else str(action)
+        head = text[: 4 * _STEP_CHARS]  # enough for a step of _STEP_CHARS after collapsing
+        text = text[-MAX_ANSWER_CHARS:]
         answer, method = extract_answer(text, numeric=self._numeric)
         info = self._info()
         if answer is None and len(self._steps) + 1 < self.max_turns:
-            self._steps.append(to_ascii(" ".join(text.split()))[:_STEP_CHARS])
+            self._steps.append(to_ascii(" ".join(head.split()))[:_STEP_CHARS])
             info["parse"] = {"ok": True, "method": "step", "action": None, "error": None}
             return self._problem_text(), 0.0, False, False, info
         score = float(self.data.score_answer(answer, self._entry)) if answer is not None else 0.0

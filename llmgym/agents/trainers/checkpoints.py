@@ -1,0 +1,126 @@
+"""Run-directory bookkeeping that survives a kill at any point: checkpoints, the ``latest``
+pointer and metrics rows, each recorded exactly once.
+
+- A checkpoint is written into ``iter_N.tmp`` and renamed into place. Replacing an existing
+  ``iter_N`` renames it aside to ``iter_N.old`` first, so some complete copy exists at every
+  instant; ``recover`` puts an orphaned ``.old`` back.
+- ``checkpoints/latest`` is written to a temporary file and renamed over the old pointer. A
+  pointer that is missing, garbled or names an incomplete checkpoint falls back to the newest
+  complete one.
+- A fresh run into an existing directory starts a new ``metrics.csv`` and moves old
+  checkpoints to ``checkpoints.previous``; ``log_once`` replaces a row that a resumed run logs
+  again (same env step, same columns) instead of appending a duplicate.
+
+Example:
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> for i in (1, 2):
+    ...     tmp = root / f"iter_{i:06d}.tmp"; tmp.mkdir()
+    ...     _ = (tmp / STATE_FILE).write_text("{}")
+    ...     commit(tmp, root / f"iter_{i:06d}")
+    >>> latest(root).name
+    'iter_000002'
+    >>> _ = (root / "latest").write_text("iter_0000")  # a pointer cut short by a kill
+    >>> latest(root).name
+    'iter_000002'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+#: Written last into every checkpoint; a folder without a readable one is incomplete.
+STATE_FILE = "trainer_state.json"
+POINTER = "latest"
+_ITER = re.compile(r"iter_(\d+)")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that a reader sees the old or the new content, never
+    part of it."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def complete(path: Path) -> bool:
+    """Whether ``path`` is a whole checkpoint (its state file parses)."""
+    try:
+        json.loads((path / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    return _ITER.fullmatch(path.name) is not None
+
+
+def recover(ckpt_dir: Path) -> None:
+    """Finish what a kill interrupted: put back an ``iter_N.old`` whose replacement never
+    arrived, drop one whose replacement did, and drop half-written ``.tmp`` folders."""
+    if not ckpt_dir.is_dir():
+        return
+    for old in ckpt_dir.glob("iter_*.old"):
+        target = old.with_suffix("")
+        if complete(target):
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            if target.exists():
+                shutil.rmtree(target, ignore_errors=True)
+            os.replace(old, target)
+
+
+def commit(tmp: Path, path: Path) -> None:
+    """Move the finished checkpoint ``tmp`` to ``path`` (replacing it by rename-aside) and
+    point ``latest`` at it."""
+    old = path.with_name(path.name + ".old")
+    if path.exists():
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(path, old)
+    os.replace(tmp, path)
+    if old.exists():
+        shutil.rmtree(old)
+    write_atomic(path.parent / POINTER, path.name)
+
+
+def latest(ckpt_dir: Path) -> Path | None:
+    """The checkpoint ``latest`` names if it is complete, else the newest complete one."""
+    recover(ckpt_dir)
+    try:
+        named = ckpt_dir / (ckpt_dir / POINTER).read_text().strip()
+        if named.parent == ckpt_dir and complete(named):
+            return named
+    except (OSError, ValueError):
+        pass
+    found = [p for p in ckpt_dir.glob("iter_*") if complete(p)] if ckpt_dir.is_dir() else []
+    return max(found, key=lambda p: int(p.name[5:]), default=None)
+
+
+def start_fresh(run_dir: Path) -> None:
+    """A new run in ``run_dir``: no old metrics rows, old checkpoints moved aside (to
+    ``checkpoints.previous``) so that ``--resume`` cannot pick them up."""
+    (run_dir / "metrics.csv").unlink(missing_ok=True)
+    ckpts = run_dir / "checkpoints"
+    if ckpts.exists():
+        previous = run_dir / "checkpoints.previous"
+        if previous.exists():
+            shutil.rmtree(previous)
+        os.replace(ckpts, previous)
+
+
+def log_once(logger: Any, metrics: dict[str, Any], step: int) -> None:
+    """``logger.log`` unless a row with the same env step and columns exists (a resumed run
+    logging its final evaluation again): then that row is replaced."""
+    columns = {"env_steps", *metrics}
+    for i, row in enumerate(logger.rows):
+        same_step = str(row.get("env_steps")) == str(step)
+        if same_step and {k for k, v in row.items() if v not in ("", None)} == columns:
+            del logger.rows[i]
+            break
+    logger.log(metrics, step)

@@ -1,0 +1,131 @@
+"""Checks of command-line input that run before any expensive work, and the one ``fail`` that
+turns a user error into one sentence on stderr and exit code 2.
+
+Example:
+    >>> import tempfile
+    >>> check_output_dir(tempfile.mkdtemp(), "--output") is None
+    True
+    >>> try:
+    ...     check_device("tpu")
+    ... except typer.Exit as exit:
+    ...     exit.exit_code
+    2
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+DEVICES = ("auto", "cpu", "cuda", "mps")
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print ``Error: <message>`` as one line on stderr and return the Exit to raise."""
+    text = " ".join(str(message).split()) or "unknown error"
+    while text.lower().startswith("error:"):
+        text = text[6:].lstrip()
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"Error: {text}", markup=False)
+    return typer.Exit(code)
+
+
+def check_device(device: str) -> None:
+    """``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``."""
+    if device not in DEVICES and not (device.startswith("cuda:") and device[5:].isdigit()):
+        raise fail(f"Unknown --device {device!r}; use one of {', '.join(DEVICES)} or cuda:N.")
+
+
+def _writable_dir(path: Path, option: str) -> None:
+    """Raise unless ``path`` is (or can become) a writable directory."""
+    for parent in [path, *path.parents]:
+        if parent.exists():
+            if not parent.is_dir():
+                raise fail(f"{option} {str(path)!r} needs a directory but {parent} is a file.")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise fail(f"{option} {str(path)!r} is not writable ({parent} is read-only).")
+            return
+
+
+def check_output_dir(path: str | Path, option: str = "--output") -> None:
+    """A directory that a command will write into."""
+    _writable_dir(Path(path), option)
+
+
+def check_output_file(path: str | Path, option: str = "--output") -> None:
+    """A file that a command will write."""
+    path = Path(path)
+    if path.is_dir():
+        raise fail(f"{option} {str(path)!r} is a directory; pass a file path.")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise fail(f"{option} {str(path)!r} is read-only.")
+    _writable_dir(path.parent, option)
+
+
+def check_cache() -> None:
+    """``$LLMGYM_CACHE``, when set, must be a directory (or not exist yet)."""
+    root = os.environ.get("LLMGYM_CACHE")
+    if root:
+        _writable_dir(Path(root), "LLMGYM_CACHE")
+
+
+def check_overrides(cls: type, overrides: dict[str, Any]) -> None:
+    """``--set KEY=VALUE``: known fields, with values of the default's type."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(overrides) - set(fields))
+    if unknown:
+        raise fail(f"Unknown config field(s) {', '.join(unknown)}; see {cls.__name__}.")
+    for key, value in overrides.items():
+        field = fields[key]
+        default = field.default
+        if default is dataclasses.MISSING or default is None:
+            continue
+        if isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, (int, float)):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            ok = ok and (isinstance(default, float) or float(value).is_integer())
+        else:
+            ok = isinstance(value, type(default))
+        if not ok:
+            kind = type(default).__name__
+            raise fail(f"--set {key}={value!r} needs a {kind} value, like {key}={default!r}.")
+
+
+def check_env_kwargs(env_id: str, env_kwargs: dict[str, Any]) -> None:
+    """Make the env once with ``env_kwargs`` so a bad keyword fails before any model loads."""
+    import gymnasium as gym
+
+    try:
+        gym.make(env_id, **env_kwargs).close()
+    except (TypeError, ValueError) as error:
+        why = (str(error).splitlines() or [""])[0]
+        raise fail(f"{env_id} does not accept --env-kwarg {env_kwargs} ({why}).") from None
+
+
+def key_values(items: list[str] | None, option: str) -> dict[str, Any]:
+    """``KEY=VALUE`` options as a dict; values are JSON where they parse (``false``, ``30``,
+    ``["a"]``), else text. Never evaluated.
+
+    Example:
+        >>> key_values(["is_slippery=false", "map-name=8x8"], "--env-kwarg")
+        {'is_slippery': False, 'map_name': '8x8'}
+    """
+    import json
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise fail(
+                f"{option} {item!r} is not KEY=VALUE; write e.g. {option} is_slippery=false."
+            )
+        try:
+            out[key.strip().replace("-", "_")] = json.loads(value)
+        except ValueError:
+            out[key.strip().replace("-", "_")] = value
+    return out

@@ -1,0 +1,161 @@
+"""One table of bad command-line inputs over every subcommand (issue 13, items 5 and 6).
+
+Each row must end with exit code 2 and a one-sentence error, never a traceback or a doubled
+"Error: Error:". Options that later issues add join the table as they land.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from llmgym.cli import app
+
+sys.path.insert(0, str(Path(__file__).parent / "agents"))
+from bandit import register  # noqa: E402
+
+BANDIT = register("a")
+TRAIN = ["train", BANDIT, "--model", "tiny", "--no-progress", "--steps", "16"]
+EVAL = ["eval", "Text-Blackjack-v1", "--agent", "random", "--episodes", "2", "--no-progress"]
+BENCH = ["bench", "--envs", "Text-Blackjack-v1", "--agents", "random", "--episodes", "1"]
+
+
+def _file(tmp: Path) -> str:
+    (tmp / "file").write_text("x")
+    return str(tmp / "file")
+
+
+def _readonly(tmp: Path) -> str:
+    (tmp / "ro").mkdir()
+    os.chmod(tmp / "ro", 0o500)
+    return str(tmp / "ro" / "out")
+
+
+def _not_a_run(tmp: Path) -> str:
+    (tmp / "run").mkdir()
+    return f"llm:tiny@{tmp / 'run'}"
+
+
+def _damaged_run(tmp: Path) -> str:
+    ckpt = tmp / "run" / "checkpoints" / "iter_000001"
+    ckpt.mkdir(parents=True)
+    (ckpt / "trainer_state.json").write_text('{"algo": "reinf')
+    (tmp / "run" / "checkpoints" / "latest").write_text("iter_000001")
+    return f"llm:tiny@{tmp / 'run'}"
+
+
+def _bad_jsonl(tmp: Path) -> str:
+    (tmp / "b").mkdir()
+    (tmp / "b" / "episodes.jsonl").write_text('{"x": 1}\n[1, 2]\n')
+    return str(tmp / "b")
+
+
+def _bad_metrics(tmp: Path) -> str:
+    (tmp / "r").mkdir()
+    (tmp / "r" / "metrics.csv").write_bytes(b'\x00\xff garbage,\n"unclosed')
+    return str(tmp / "r")
+
+
+# (id, args; a callable fills in a path under tmp_path, env: extra environment variables)
+ROWS = [
+    ("play-seed", ["play", "Text-Blackjack-v1", "--seed", "-1"]),
+    ("play-episodes", ["play", "Text-Blackjack-v1", "--episodes", "0"]),
+    ("play-env", ["play", "Text-Nope-v0"]),
+    ("eval-seed", [*EVAL, "--seed", "-1"]),
+    ("eval-episodes", [*EVAL, "--episodes", "-5"]),
+    ("eval-num-envs", [*EVAL, "--num-envs", "0"]),
+    ("eval-device", [*EVAL, "--device", "tpu"]),
+    ("eval-mode", [*EVAL, "--mode", "dance"]),
+    ("eval-env", ["eval", "Text-Nope-v0", "--agent", "random"]),
+    ("eval-agent", [*EVAL[:2], "--agent", "alien"]),
+    ("eval-model", [*EVAL[:2], "--agent", "llm:no-such-model-xyz"]),
+    ("eval-not-a-run", [*EVAL[:2], "--agent", _not_a_run]),
+    ("eval-damaged-run", [*EVAL[:2], "--agent", _damaged_run]),
+    ("eval-output-dir", [*EVAL, "--output", lambda t: str(t)]),
+    ("eval-output-under-file", [*EVAL, "--output", lambda t: _file(t) + "/r.json"]),
+    ("eval-output-readonly", [*EVAL, "--output", _readonly], "not-root"),
+    ("eval-sb3-cache-file", [*EVAL[:2], "--agent", "sb3-ppo"], "cache-file"),
+    ("bench-seed", [*BENCH, "--seed", "-1"]),
+    ("bench-episodes", [*BENCH[:-1], "0"]),
+    ("bench-batch", [*BENCH, "--batch-size", "0"]),
+    ("bench-env", ["bench", "--envs", "Text-Nope-v0"]),
+    ("bench-suite", ["bench", "--suite", "nope"]),
+    ("bench-agent", ["bench", "--envs", "Text-Blackjack-v1", "--agents", "alien"]),
+    ("bench-model", ["bench", "--envs", "Text-Blackjack-v1", "--agents", "llm:no-such-model-xyz"]),
+    ("bench-output-file", [*BENCH, "--output", _file]),
+    ("bench-output-readonly", [*BENCH, "--output", _readonly], "not-root"),
+    ("bench-bad-jsonl", [*BENCH, "--output", _bad_jsonl]),
+    ("baselines-seed", ["baselines", "train", "CartPole-v1", "--seed", "-1"]),
+    ("baselines-timesteps-neg", ["baselines", "train", "CartPole-v1", "--timesteps", "-5"]),
+    ("baselines-timesteps-0", ["baselines", "train", "CartPole-v1", "--timesteps", "0"]),
+    ("baselines-threads", ["baselines", "train", "CartPole-v1", "--threads", "0"]),
+    ("baselines-algo", ["baselines", "train", "CartPole-v1", "--algo", "sac"]),
+    ("baselines-env", ["baselines", "train", "Nope-v0"]),
+    ("baselines-cache-file", ["baselines", "train", "CartPole-v1"], "cache-file"),
+    ("train-seed", [*TRAIN, "--seed", "-1"]),
+    ("train-lr", [*TRAIN, "--lr", "-1"]),
+    ("train-episodes", [*TRAIN, "--episodes", "-5"]),
+    ("train-threads", [*TRAIN, "--threads", "-1"]),
+    ("train-num-envs", [*TRAIN, "--num-envs", "0"]),
+    ("train-epu", [*TRAIN, "--episodes-per-update", "0"]),
+    ("train-steps", [*TRAIN[:-2], "--steps", "0"]),
+    ("train-algo", [*TRAIN, "--algo", "dqn"]),
+    ("train-mode", [*TRAIN, "--mode", "dance"]),
+    ("train-env", ["train", "Text-Nope-v0", "--model", "tiny"]),
+    ("train-model", ["train", BANDIT, "--model", "no-such-model-xyz", "--output", str]),
+    ("train-set-type", [*TRAIN, "--set", "lora_r=abc", "--output", str]),
+    ("train-set-unknown", [*TRAIN, "--set", "nope=1", "--output", str]),
+    ("train-set-form", [*TRAIN, "--set", "lora_r"]),
+    ("train-env-kwarg", [*TRAIN, "--env-kwarg", "nope=1", "--output", str]),
+    ("train-device", [*TRAIN, "--device", "tpu"]),
+    ("train-output-file", [*TRAIN, "--output", _file]),
+    ("train-output-under-file", [*TRAIN, "--output", lambda t: _file(t) + "/run"]),
+    ("train-output-readonly", [*TRAIN, "--output", _readonly], "not-root"),
+    ("train-resume-nothing", [*TRAIN, "--resume", "--output", str]),
+    ("train-sft-file", [*TRAIN, "--sft", "missing.jsonl"]),
+    ("plot-missing", ["plot", lambda t: str(t / "nothing")]),
+    ("plot-garbage", ["plot", _bad_metrics]),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r[0] for r in ROWS])
+def test_bad_input_is_one_sentence_and_exit_2(row, tmp_path, monkeypatch):
+    name, args, *flags = row
+    if "not-root" in flags and os.geteuid() == 0:
+        pytest.skip("root can write into a read-only folder")
+    monkeypatch.chdir(tmp_path)
+    cache = tmp_path / "cache"
+    if "cache-file" in flags:
+        cache.write_text("not a folder")
+    monkeypatch.setenv("LLMGYM_CACHE", str(cache))
+    argv = [a(tmp_path) if callable(a) else a for a in args]
+    result = CliRunner().invoke(app, argv)
+    assert isinstance(result.exception, SystemExit), f"{name}: {result.exception!r}"
+    assert result.exit_code == 2, f"{name}: {result.output}"
+    text = result.output
+    assert "Traceback" not in text and "Error: Error:" not in text, text
+    lines = [line for line in text.splitlines() if line.strip(" │╭╮╰╯─")]
+    errors = [line for line in lines if "Error" in line or "Invalid value" in line]
+    assert errors, text
+    if not any(ch in text for ch in "╭│"):  # our own errors: exactly one line of error
+        assert len(errors) == 1 and errors[0].startswith("Error: "), text
+
+
+def test_a_corrupt_sb3_cache_says_error_once(tmp_path, monkeypatch):
+    pytest.importorskip("stable_baselines3")
+    from llmgym.agents import sb3
+
+    monkeypatch.setenv("LLMGYM_CACHE", str(tmp_path))
+    path = sb3.model_path("Blackjack-v1", "ppo")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"PK\x03\x04 corrupt")
+    path.with_suffix(".json").write_text(json.dumps({"format": sb3.CACHE_FORMAT}))
+    result = CliRunner().invoke(app, [*EVAL[:2], "--agent", "sb3-ppo", "--no-progress"])
+    assert result.exit_code == 2 and result.output.startswith("Error: The cached baseline")
+    assert "Error: Error" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
