@@ -16,8 +16,7 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
-from llmgym.cli_checks import check_device, check_output_file
-from llmgym.cli_checks import check_env_kwargs, key_values
+from llmgym.cli_checks import check_device, check_env_kwargs, check_output_file, key_values
 from llmgym.cli_checks import fail as _fail
 
 
