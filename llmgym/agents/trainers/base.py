@@ -484,6 +484,7 @@ class Trainer:
         self.module_lr: dict[str, float] = {}  # learning rates of extra modules (else the main)
         self.ent_boost = 0.0  # added to the entropy bonus while entropy is below min_entropy
         self._ref_head: Any = None  # the action head frozen at the last reference refresh
+        self.features_frozen = False  # after SFT the head keeps the demos' feature map
         if self.policy.head is not None:
             self.extra_modules["action_head"] = self.policy.head
             self.module_lr["action_head"] = config.head_lr
@@ -838,6 +839,9 @@ class Trainer:
             self.policy, demos, cfg, params=self.trainable_parameters(), on_epoch=on_epoch
         )
         self._ref_cache.clear()
+        # The head learned on the demos' feature map: re-whitening it under RL's states would
+        # move the SFT policy without any update.
+        self.features_frozen = True
         if self.config.reference_after_sft:
             self.refresh_reference()
         return stats
@@ -943,7 +947,7 @@ class Trainer:
         head = self.policy.head
         hidden = [s.sample.hidden for e in episodes for s in e.steps]
         hidden = [h for h in hidden if h is not None]
-        if head is None or not hidden:
+        if head is None or not hidden or self.features_frozen:
             return
         head.whitener.update(self.torch.stack(hidden).to(self.device))
         head.whitener.refresh()
@@ -1050,6 +1054,7 @@ class Trainer:
             "seeds_used": self.seeds_used,
             "skipped_updates": self.skipped_updates,
             "ent_boost": self.ent_boost,
+            "features_frozen": self.features_frozen,
         }
         (tmp / "trainer_state.json").write_text(json.dumps(state | self.extra_state(), indent=2))
         checkpoints.commit(tmp, path)  # rename-aside replacement, atomic `latest`
@@ -1207,6 +1212,7 @@ class Trainer:
         self.seeds_used = state["seeds_used"]
         self.skipped_updates = state["skipped_updates"]
         self.ent_boost = state.get("ent_boost", 0.0)
+        self.features_frozen = state.get("features_frozen", False)
         self.load_extra_state(state)
         self._ref_cache.clear()
 

@@ -285,6 +285,12 @@ def sft_train(
     if not demos:
         raise TrainingError("No SFT demos to train on; check the demo file or the expert.")
     samples = [demo_sample(policy, d) for d in demos]
+    if getattr(policy, "head", None) is not None:  # the head's features: those of the demos
+        with torch.no_grad():
+            for i in range(0, len(samples), cfg.micro_batch_size):
+                chunk = samples[i : i + cfg.micro_batch_size]
+                policy.head.whitener.update(evaluate_cached(policy, chunk).hidden)
+        policy.head.whitener.refresh()
     params = (
         list(params)
         if params is not None

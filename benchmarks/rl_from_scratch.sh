@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# RL from scratch on the embedded SmolLM2-135M (issue 9): every committed run, one at a time,
+# on one CPU thread. Each run writes
+#   benchmarks/results/rl/NAME.json   the record (env, algo, budget, exact/sampled values, command)
+#   benchmarks/results/rl/NAME.csv    its learning curve (metrics.csv of the run)
+#   benchmarks/results/rl/NAME.png    the plot
+#   benchmarks/weights/rl/NAME/       the policy (action head; LoRA where trained): restore it with
+#                                     llmgym eval ENV --exact --agent "llm:smollm2-135m@benchmarks/weights/rl/NAME"
+# Usage: bash benchmarks/rl_from_scratch.sh [NAME ...]   (default: all of them; about 1 h)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+LLMGYM=${LLMGYM:-.venv/bin/llmgym}
+HEAD="--set train_backbone=false --set update_epochs=4 --set temperature=2.0 --set ent_coef=0.05"
+
+run() {  # run NAME ENV ARGS...
+  local name=$1 env=$2; shift 2
+  local out=runs/rl/$name
+  OMP_NUM_THREADS=1 $LLMGYM train "$env" --threads 1 --no-progress --output "$out" \
+    --policy-out "benchmarks/weights/rl/$name" --result-json "benchmarks/results/rl/$name.json" "$@"
+  cp "$out/metrics.csv" "benchmarks/results/rl/$name.csv"
+  cp "$out/learning_curve.png" "benchmarks/results/rl/$name.png"
+}
+
+blackjack() {  # blackjack NAME ALGO SEED [ARGS...]
+  local name=$1 algo=$2 seed=$3; shift 3
+  run "$name" Text-Blackjack-v1 --algo "$algo" --seed "$seed" --episodes 2000 --steps 1000000 \
+    --episodes-per-update 40 --eval-every 10 $HEAD "$@"
+}
+
+frozenlake() {  # frozenlake NAME SEED
+  run "$1" Text-FrozenLake-v1 --algo ppo --seed "$2" --episodes 1000 --steps 1000000 \
+    --episodes-per-update 40 --eval-every 5 --env-kwarg is_slippery=false \
+    --env-kwarg max_episode_steps=30 $HEAD
+}
+
+ALL=(blackjack-ppo-s0 blackjack-ppo-s1 blackjack-ppo-s2 blackjack-grpo-s0 blackjack-sft-grpo-s0
+     frozenlake-noslip-ppo-s0 frozenlake-noslip-ppo-s1 frozenlake-noslip-ppo-s2
+     frozenlake-slippery-ppo-s0)
+for name in "${@:-${ALL[@]}}"; do
+  case $name in
+    blackjack-ppo-s*) blackjack "$name" ppo "${name##*-s}" ;;
+    blackjack-grpo-s*) blackjack "$name" grpo "${name##*-s}" --set group_size=8 ;;
+    blackjack-sft-grpo-s0)
+      # RL after the SFT warm start: the head learns the expert's answers, then GRPO with a KL
+      # anchor to the warm-started policy (the reference after SFT) must not undo it.
+      run "$name" Text-Blackjack-v1 --algo grpo --seed 0 --sft auto --episodes 640 \
+        --steps 1000000 --episodes-per-update 64 --eval-every 5 --set train_backbone=false \
+        --set group_size=8 --set beta=0.5 --set head_lr=3e-4 --set temperature=1.0 ;;
+    frozenlake-noslip-ppo-s*) frozenlake "$name" "${name##*-s}" ;;
+    frozenlake-slippery-ppo-s0)
+      run "$name" Text-FrozenLake-v1 --algo ppo --seed 0 --steps 30000 --episodes-per-update 64 \
+        --eval-every 5 $HEAD --set gamma=0.99 ;;
+    *) echo "unknown run $name" >&2; exit 2 ;;
+  esac
+done
