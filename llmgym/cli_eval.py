@@ -37,9 +37,17 @@ def eval_command(
     history: int | None = typer.Option(None, help="LLM: past turns kept in the prompt."),
     device: str = typer.Option("auto", help="auto, cpu, cuda or mps."),
     progress: bool = typer.Option(True, help="Show a progress bar."),
+    exact: bool = typer.Option(
+        False,
+        help="Exact expected return of the greedy policy (Blackjack, FrozenLake, Taxi, "
+        "CliffWalking) from the transition model, instead of sampled episodes.",
+    ),
+    env_kwarg: list[str] | None = typer.Option(  # noqa: B008 (a list option)
+        None, help="KEY=VALUE passed to gym.make and baseline agents (repeatable)."
+    ),
 ) -> None:
     """Evaluate an agent: mean return with a 95% CI, parse rate, env-steps/s."""
-    from llmgym.agents.evaluate import evaluate, format_result
+    from llmgym.agents.evaluate import evaluate, format_result, parse_env_kwargs
     from llmgym.agents.registry import AgentError
 
     try:
@@ -56,6 +64,8 @@ def eval_command(
             greedy=greedy or None,
             history=history,
             device=device,
+            exact=exact,
+            env_kwargs=parse_env_kwargs(env_kwarg),
         )
     except AgentError as error:
         raise _fail(str(error)) from None
