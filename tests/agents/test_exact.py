@@ -187,7 +187,6 @@ def test_cli_exact(tmp_path):
     assert json.loads(out.read_text())["mean_return"] == pytest.approx(0.7402, abs=1e-4)
     flat = runner.invoke(app, [*args[:5], "--env-kwarg", "is_slippery=false"])
     assert flat.exit_code == 0 and "exact return +1.0000" in flat.output
-    refused = runner.invoke(app, ["eval", "Text-CartPole-v1", "--agent", "optimal", "--exact"])
     refusals = {
         "transition model": ["Text-CartPole-v1", "--exact"],
         "KEY=VALUE": [LAKE, "--env-kwarg", "oops"],
