@@ -196,3 +196,16 @@ def test_cli_exact(tmp_path):
         text = " ".join(bad.output.split())  # one sentence, however the console wraps it
         assert bad.exit_code == 2 and words in text, bad.output
         assert text.startswith("Error:") and ". " not in text and text.endswith(".")
+
+
+def test_bench_records_the_exact_value(tmp_path):
+    from llmgym.bench.report import write_report
+    from llmgym.bench.runner import EXACT_FILE, load_rows, run_bench
+
+    rows = run_bench([LAKE], ["random", "optimal"], episodes=2, output=tmp_path)
+    assert len(rows) == 4  # the sampled episodes are kept as they are
+    exact = load_rows(tmp_path, EXACT_FILE)
+    assert [(r["agent"], round(r["exact_return"], 4)) for r in exact] == [("optimal", 0.7402)]
+    stats = {s.agent: s for s in write_report(tmp_path, [LAKE], ["random", "optimal"], "t", False)}
+    assert stats["random"].exact is None and round(stats["optimal"].exact, 4) == 0.7402
+    assert "| 0.7402 |" in (tmp_path / "leaderboard.md").read_text()
