@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import sys
 import time
@@ -78,6 +79,9 @@ def train(
     threads: int = typer.Option(0, help="torch CPU threads (0 = default; 1 on a busy CPU)."),
     device: str = typer.Option("auto", help="auto | cpu | cuda | mps."),
     result_json: str = typer.Option("", help="Also write the result JSON here."),
+    policy_out: str = typer.Option(
+        "", help="Write the trained policy (small, no optimizer) here (default OUTPUT/policy)."
+    ),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
 ) -> None:
     """Train an LLM agent with online RL (LoRA) in a text env; log, checkpoint, evaluate, plot."""
@@ -145,12 +149,13 @@ def train(
     try:
         trainer = trainer_class(algo)(config)
         console.print(
-            f"[bold]{algo.upper()}[/] on {env_id} with {model} ({mode} mode, "
-            f"{'LoRA' if config.lora else 'full fine-tune'}), {num_envs} envs, budget "
-            f"{config.total_env_steps} env steps -> {output}"
+            f"[bold]{algo.upper()}[/] on {env_id} with {model} ({mode} mode, {_trained(config)}), "
+            f"{num_envs} envs, budget {_budget(config)} -> {output}"
         )
+        start_value = _start_value(trainer, Path(output), final_eval_episodes, resume)
         trainer.train(resume=resume)
         final = trainer.evaluate(final_eval_episodes)
+        weights = trainer.save_policy(policy_out or Path(output) / "policy")
     except TrainingError as error:
         raise fail(str(error)) from None
     wall = time.perf_counter() - start
@@ -168,9 +173,13 @@ def train(
         "episodes": trainer.episodes_done,
         "updates": trainer.iteration,
         "wall_s": round(wall, 1),  # this invocation only (a resumed run adds to earlier ones)
+        "eval_method": final.get("method", "sampled"),
+        "start_value": start_value["mean_return"],
+        "eval_value": final["mean_return"],
+        "eval_ci95": final["ci95"],
+        "weights": str(weights),
         "eval_episodes": final["episodes"],
         "eval_mean_return": final["mean_return"],
-        "eval_ci95": final["ci95"],
         "eval_success_rate": final["success_rate"],
         "parse_rate": final["parse_rate"],
         "eval_seeds": f"{EVAL_SEED_BASE}..{EVAL_SEED_BASE + final_eval_episodes - 1}",
@@ -185,7 +194,7 @@ def train(
     logger = MetricsLogger(Path(output), {}, tensorboard=False)
     logger.log(final_row | {"final_eval/episodes": final["episodes"]}, trainer.env_steps)
     logger.close()
-    text = json.dumps(result, indent=2)
+    text = json.dumps(_json_safe(result), indent=2)
     (Path(output) / "result.json").write_text(text)
     if result_json:
         Path(result_json).parent.mkdir(parents=True, exist_ok=True)
@@ -194,13 +203,50 @@ def train(
 
     refs_plot = {k: v["mean_return"] for k, v in refs.items()}
     png = plot_run(output, references=refs_plot, title=f"{env_id} {algo} {mode} ({model})")
+    how = "exact value" if final.get("method") == "exact" else f"{final['episodes']} episodes"
     console.print(
-        f"Final eval over {final['episodes']} episodes: mean return "
-        f"{final['mean_return']:.3f} ± {final['ci95']} (parse rate {final['parse_rate']:.2f}); "
+        f"Final eval ({how}): mean return {final['mean_return']:.4f} ± {final['ci95']} (before "
+        f"training {start_value['mean_return']:.4f}; parse rate {final['parse_rate']:.2f}); "
         + ", ".join(f"{k} {v['mean_return']:.3f}" for k, v in refs.items())
         + f" on the same seeds. {trainer.env_steps} env steps, {trainer.episodes_done} episodes, "
         f"{wall / 60:.1f} min. Plot: {png}"
     )
+
+
+def _trained(config: Any) -> str:
+    head = " + action head" if config.action_head and config.mode == "score" else ""
+    if not config.train_backbone:
+        return f"frozen LM{head}"
+    return ("LoRA" if config.lora else "full fine-tune") + head
+
+
+def _budget(config: Any) -> str:
+    if config.total_episodes:
+        return f"{config.total_episodes} episodes"
+    return f"{config.total_env_steps} env steps"
+
+
+def _start_value(trainer: Any, run_dir: Path, episodes: int, resume: bool) -> dict[str, Any]:
+    """The final evaluation's figure before any training (kept in the run for resumes)."""
+    path = run_dir / "start_eval.json"
+    if resume:  # unknown for runs started before start_eval.json was written
+        return json.loads(path.read_text()) if path.exists() else {"mean_return": math.nan}
+    value = trainer.evaluate(episodes)
+    value = {k: v for k, v in value.items() if k != "returns"}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(_json_safe(value), indent=2))
+    return value
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN and infinities become null: JSON has no such numbers."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 def _baselines(env_id: str, env_kwargs: dict[str, Any], seeds: Any) -> dict[str, dict]:

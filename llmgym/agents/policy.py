@@ -15,6 +15,10 @@ prompt, usually) is encoded once, at batch size 1, and kept across calls while t
 stay the same. ``evaluate`` recomputes the log-probabilities of acted samples with gradients,
 for trainers.
 
+An optional :class:`~llmgym.agents.action_head.ActionHead` (score mode) adds a learned,
+state-specific score to each candidate; with ``memoize=True`` (a frozen backbone) each distinct
+prompt's hidden state and candidate scores are computed once and reused by acting and updates.
+
 Example:
     >>> import gymnasium as gym, llmgym
     >>> from llmgym.agents.testing import tiny_model
@@ -122,6 +126,8 @@ class ActionSample:
     """The chat messages the prompt was built from."""
     valid_actions: list[str] = field(default_factory=list)
     """The valid action names the candidates stand for (score mode)."""
+    hidden: Any = None
+    """Score mode with an action head: the backbone's hidden state at the answer position."""
 
 
 @dataclass
@@ -223,6 +229,8 @@ class LLMPolicy:
         config: PolicyConfig | None = None,
         *,
         device: Any = None,
+        head: Any = None,
+        memoize: bool = False,
     ) -> None:
         self.model = model
         self.tokenizer = prepare_tokenizer(tokenizer)
@@ -237,6 +245,13 @@ class LLMPolicy:
         self._prefix_kv: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._prefix_key: tuple[Any, ...] | None = None
         self._closing: list[int] | None = None
+        #: Score mode: learned per-state candidate scores added to the LM's (None = off).
+        self.head = head
+        #: Reuse each distinct prompt's (hidden state, candidate LM scores): only valid while
+        #: the backbone does not change (an action head trained on a frozen model).
+        self.memoize = memoize
+        self._memo: dict[tuple[Any, ...], tuple[torch.Tensor, torch.Tensor]] = {}
+        self._action_embeddings: dict[str, torch.Tensor] = {}
         #: Token counts: prompt tokens run through the model, prompt tokens served from the
         #: prefix cache, generated tokens kept, decode positions computed (batch x steps).
         self.stats = dict.fromkeys(
@@ -303,8 +318,10 @@ class LLMPolicy:
             self.histories.pop(int(i), None)
 
     def clear_cache(self) -> None:
-        """Drop the cached prompt prefix (done automatically when the weights change)."""
+        """Drop the cached prompt prefix (done automatically when the weights change) and the
+        memoised features (call it after changing a frozen backbone's weights)."""
         self._prefix_ids, self._prefix_kv, self._prefix_key = [], [], None
+        self._memo.clear()
 
     # ----------------------------------------------------------------------------- forward
     def _weights_key(self) -> tuple[Any, ...]:
@@ -472,18 +489,36 @@ class LLMPolicy:
             )
         return self._act_score(list(messages), texts, prompts, actions)
 
-    def _act_score(self, messages, texts, prompts, actions) -> list[ActionSample]:
+    @torch.no_grad()
+    def action_probabilities(
+        self, observations: Sequence[str], infos: Sequence[dict[str, Any]]
+    ) -> list[list[float]]:
+        """Score mode: each env's probability of each valid action, ``softmax(score / T)``
+        (the distribution ``act`` samples from), without acting or touching the history."""
+        infos = split_infos(infos, len(observations))
+        messages = [
+            self.messages_for(i, o, info) for i, (o, info) in enumerate(zip(observations, infos))
+        ]
+        texts = [self.prompt_text(m) for m in messages]
+        prompts = [self._encode(t) for t in texts]
+        actions = [list(info.get("valid_actions") or []) for info in infos]
+        _, hidden, scores = self._score_rows(texts, prompts, actions)
+        return [torch.softmax(s / self.config.temperature, -1).tolist() for s in scores]
+
+    def _score_rows(self, texts, prompts, actions):
+        """(candidate ids, hidden states, candidate scores incl. the head) per env."""
         candidates = [
             [self.candidate_ids(t, p, a) for a in acts]
             for t, p, acts in zip(texts, prompts, actions)
         ]
-        last_logits, cache, mask, _ = self._encode_prompts(prompts, shared=True)
-        token_logprobs = self._candidate_logprobs(last_logits, cache, mask, candidates)
+        hidden, lm_scores = self._score_features(prompts, candidates, actions)
+        return candidates, hidden, self._candidate_scores(hidden, lm_scores, actions)
+
+    def _act_score(self, messages, texts, prompts, actions) -> list[ActionSample]:
+        candidates, hidden, scores = self._score_rows(texts, prompts, actions)
         samples = []
         for b, acts in enumerate(actions):
-            logpi = torch.log_softmax(
-                self._scores(token_logprobs[b], acts) / self.config.temperature, -1
-            )
+            logpi = torch.log_softmax(scores[b] / self.config.temperature, -1)
             if self.config.greedy:
                 k = int(logpi.argmax())
             else:
@@ -499,9 +534,73 @@ class LLMPolicy:
                     candidate_ids=candidates[b],
                     messages=messages[b],
                     valid_actions=acts,
+                    hidden=hidden[b].detach().cpu() if self.head is not None else None,
                 )
             )
         return samples
+
+    def _score_features(
+        self,
+        prompts: list[list[int]],
+        candidates: list[list[list[int]]],
+        actions: list[list[str]],
+        *,
+        shared: bool = True,
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """(hidden state at the answer position [B, H], each env's candidate LM scores [K]),
+        from the memo where allowed; with gradients when the caller enables them."""
+        if not self.memoize:
+            return self._forward_features(prompts, candidates, actions, shared)
+        keys = [(tuple(p), tuple(a)) for p, a in zip(prompts, actions)]
+        first = {k: i for i, k in reversed(list(enumerate(keys)))}  # one row per distinct key
+        missing = sorted(i for k, i in first.items() if k not in self._memo)
+        if missing:
+            with torch.no_grad():
+                hidden, lm = self._forward_features(
+                    [prompts[i] for i in missing],
+                    [candidates[i] for i in missing],
+                    [actions[i] for i in missing],
+                    shared,
+                )
+            for j, i in enumerate(missing):
+                self._memo[keys[i]] = (hidden[j], lm[j])
+        rows = [self._memo[k] for k in keys]
+        return torch.stack([h for h, _ in rows]), [s for _, s in rows]
+
+    def _forward_features(self, prompts, candidates, actions, shared):
+        last_logits, cache, mask, hidden = self._encode_prompts(
+            prompts, shared=shared, hidden=self.head is not None
+        )
+        token_logprobs = self._candidate_logprobs(last_logits, cache, mask, candidates)
+        lm = [self._scores(t, a) for t, a in zip(token_logprobs, actions)]
+        if hidden is None:
+            hidden = torch.zeros((len(prompts), 0), device=self.device)
+        return hidden, lm
+
+    def _candidate_scores(
+        self, hidden: torch.Tensor, lm_scores: list[torch.Tensor], actions: list[list[str]]
+    ) -> list[torch.Tensor]:
+        """LM scores plus the action head's (when there is one and it is enabled)."""
+        if self.head is None:
+            return lm_scores
+        features = self.head.whitener(hidden)
+        out = []
+        for b, acts in enumerate(actions):
+            emb = torch.stack([self._action_embedding(a) for a in acts])[None]
+            out.append(lm_scores[b] + self.head(features[b : b + 1], emb)[0])
+        return out
+
+    def _action_embedding(self, action: str) -> torch.Tensor:
+        if action not in self._action_embeddings:
+            from llmgym.agents.action_head import action_embedding
+
+            ids = self._encode(action) or [self.tokenizer.pad_token_id]
+            self._action_embeddings[action] = action_embedding(self.model, ids).to(self.device)
+        return self._action_embeddings[action]
+
+    def features(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The action head's whitened state features (the raw hidden state without a head)."""
+        return self.head.whitener(hidden) if self.head is not None else hidden.float()
 
     def _next_tokens(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Pick the next token per row; return (tokens, their log-probs at the temperature)."""
@@ -596,19 +695,23 @@ class LLMPolicy:
         self, samples: Sequence[ActionSample], shared_prefix: bool = False
     ) -> PolicyOutput:
         prompts = [s.prompt_ids for s in samples]
-        if shared_prefix:
-            with torch.no_grad():  # the prefix's KV as constants under the current weights
-                self._shared_prefix(prompts)
-        last_logits, cache, mask, hidden = self._encode_prompts(
-            prompts, shared=shared_prefix, hidden=True
-        )
-        token_logprobs = self._candidate_logprobs(
-            last_logits, cache, mask, [s.candidate_ids for s in samples]
-        )
+        actions = [s.valid_actions or [""] * len(s.candidate_ids) for s in samples]
+        candidates = [s.candidate_ids for s in samples]
+        if self.memoize:
+            hidden, lm = self._score_features(prompts, candidates, actions, shared=shared_prefix)
+        else:
+            if shared_prefix:
+                with torch.no_grad():  # the prefix's KV as constants under the current weights
+                    self._shared_prefix(prompts)
+            last_logits, cache, mask, hidden = self._encode_prompts(
+                prompts, shared=shared_prefix, hidden=True
+            )
+            token_logprobs = self._candidate_logprobs(last_logits, cache, mask, candidates)
+            lm = [self._scores(t, a) for t, a in zip(token_logprobs, actions)]
+        scores = self._candidate_scores(hidden, lm, actions)
         logprob, entropy = [], []
-        for s, cands in zip(samples, token_logprobs):
-            actions = s.valid_actions or [""] * len(cands)
-            logpi = torch.log_softmax(self._scores(cands, actions) / self.config.temperature, -1)
+        for s, score in zip(samples, scores):
+            logpi = torch.log_softmax(score / self.config.temperature, -1)
             logprob.append(logpi[s.action_index])
             entropy.append(-(logpi.exp() * logpi).sum())
         return PolicyOutput(torch.stack(logprob), torch.stack(entropy), hidden)

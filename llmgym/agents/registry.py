@@ -146,11 +146,11 @@ def _llm(
     )
     model_name, _, checkpoint = model_ref.partition("@")
     if checkpoint:  # the run's own config names the base model
-        from llmgym.agents.trainers import load_trained
+        from llmgym.agents.trainers import load_trained_policy
 
-        model, tokenizer = load_trained(checkpoint, device=device)
-    else:
-        model, tokenizer = load_model(model_name or DEFAULT_MODEL, device=device)
+        policy = load_trained_policy(checkpoint, device=device, policy_config=policy_config)
+        return LLMAgent(policy, name=f"llm:{argument}")
+    model, tokenizer = load_model(model_name or DEFAULT_MODEL, device=device)
     return LLMAgent(LLMPolicy(model, tokenizer, policy_config), name=f"llm:{argument}")
 
 

@@ -31,12 +31,14 @@ from gymnasium import spaces
 #: Every character a describer may write; TextObservation declares this charset.
 CHARSET = string.ascii_letters + string.digits + string.punctuation + " \n\t"
 
+# The answer format names no action and no value: a small model copies whatever example the
+# prompt shows (Blackjack P(hit) 0.12 when it said "stick", 0.99 when it said "hit").
 _ANSWER_DISCRETE = (
-    'Reply with a JSON object naming one valid action, for example {{"action": "{example}"}}.'
+    'Reply with a JSON object naming one valid action: {"action": "<one of the valid actions>"}.'
 )
 _ANSWER_BOX = (
-    "Reply with a JSON object holding {size} number(s) within the bounds, "
-    'for example {{"action": {example}}}.'
+    "Reply with a JSON object holding {size} number(s) within the bounds: "
+    '{{"action": [<number>, ...]}}.'
 )
 
 
@@ -69,13 +71,18 @@ def fmt(x: float, digits: int = 4) -> str:
 
 
 def answer_format(env: gym.Env, names: list[str] | None) -> str:
-    """The answer-format sentence of a system prompt (JSON with an example)."""
+    """The answer-format sentence of a system prompt: JSON with placeholders, never an example
+    action or value.
+
+    Example:
+        >>> print(answer_format(gym.make("CartPole-v1"), ["LEFT", "RIGHT"]))
+        Reply with a JSON object naming one valid action: {"action": "<one of the valid actions>"}.
+    """
     if names:
-        return _ANSWER_DISCRETE.format(example=names[0])
+        return _ANSWER_DISCRETE
     space = env.action_space
     size = int(np.prod(space.shape)) if space.shape else 1
-    example = "[" + ", ".join(["0.0"] * size) + "]"
-    return _ANSWER_BOX.format(size=size, example=example)
+    return _ANSWER_BOX.format(size=size)
 
 
 def bounds_text(space: spaces.Box) -> str:

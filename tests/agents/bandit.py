@@ -41,3 +41,30 @@ def register(good: str = "b") -> str:
     if env_id not in gym.registry:
         gym.register(env_id, entry_point=TextBandit, kwargs={"good": good})
     return env_id
+
+
+class ContextualBandit(TextBandit):
+    """Two states, one turn each: in "Left room." ``a`` pays 1, in "Right room." ``b`` does.
+    The rewarded action differs by state, so a policy must read the observation."""
+
+    ROOMS = {"Left room.": "a", "Right room.": "b"}
+
+    def __init__(self):
+        super().__init__(good="a")
+        self.room = "Left room."
+
+    def reset(self, *, seed=None, options=None):
+        gym.Env.reset(self, seed=seed)
+        self.room = list(self.ROOMS)[int(self.np_random.integers(2))]
+        return self.room, self._info()
+
+    def step(self, action: str):
+        self.good = self.ROOMS[self.room]
+        return super().step(action)
+
+
+def register_contextual() -> str:
+    env_id = "LLMGymTest-ContextualBandit-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=ContextualBandit)
+    return env_id

@@ -54,9 +54,32 @@ def make_trainer(algo: str, loaded: tuple[Any, Any] | None = None, **config: Any
 
 
 def load_trained(checkpoint: str, device: str = "auto") -> tuple[Any, Any]:
-    """``(model, tokenizer)`` of a ``llmgym train`` run directory (its newest checkpoint) or
-    of one checkpoint folder, with the trained adapter (and any merged SFT/reference adapters)
-    applied, ready to act."""
+    """``(model, tokenizer)`` of a ``llmgym train`` run directory (its newest checkpoint), one
+    checkpoint folder or a policy directory (``Trainer.save_policy``), with the trained adapter
+    (and any merged SFT/reference adapters) applied. An action head is not part of the model:
+    use :func:`load_trained_policy` to act as the trained policy did."""
+    trainer = _restore(checkpoint, device)
+    return trainer.model.eval(), trainer.tokenizer
+
+
+def load_trained_policy(checkpoint: str, device: str = "auto", policy_config: Any = None) -> Any:
+    """The ``LLMPolicy`` a run trained (adapters and action head restored), ready to act;
+    ``policy_config`` replaces its ``PolicyConfig`` (e.g. greedy evaluation). Features are
+    memoised per prompt: the weights no longer change."""
+    trainer = _restore(checkpoint, device)
+    policy = trainer.policy
+    if policy_config is not None:
+        from llmgym.agents.policy import LLMPolicy
+
+        policy = LLMPolicy(trainer.model, trainer.tokenizer, policy_config, head=policy.head)
+    policy.model = trainer.model.eval()
+    if policy.head is not None:
+        policy.head.requires_grad_(False)
+    policy.memoize = True
+    return policy
+
+
+def _restore(checkpoint: str, device: str) -> Any:
     import json
     from pathlib import Path
 
@@ -68,13 +91,22 @@ def load_trained(checkpoint: str, device: str = "auto") -> tuple[Any, Any]:
         path = path / "checkpoints" / latest.read_text().strip()
     if not (path / "trainer_state.json").exists():
         raise TrainingError(
-            f"No llmgym checkpoint at {checkpoint!r}; pass a run directory of `llmgym train`."
+            f"No llmgym checkpoint at {checkpoint!r}; pass a run directory of `llmgym train` "
+            "or a policy directory."
         )
     algo = json.loads((path / "trainer_state.json").read_text())["algo"]
-    values = json.loads((path / "config.json").read_text()) | {"device": device, "sft": "none"}
+    values = json.loads((path / "config.json").read_text())
+    values |= {"device": device, "sft": "none", "progress": False, "num_envs": 1}
     trainer = trainer_class(algo)(config_class(algo).from_dict(values))
     trainer.load_checkpoint(path)
-    return trainer.model.eval(), trainer.tokenizer
+    return trainer
 
 
-__all__ = ["ALGOS", "config_class", "load_trained", "make_trainer", "trainer_class"]
+__all__ = [
+    "ALGOS",
+    "config_class",
+    "load_trained",
+    "load_trained_policy",
+    "make_trainer",
+    "trainer_class",
+]

@@ -33,6 +33,9 @@ import numpy as np
 
 import llmgym  # noqa: F401  (registers the Text-* ids)
 
+REF_HEAD_FILE = "reference_head.safetensors"
+TRAINING_STATS = ("count", "total", "outer")  # the whitener's statistics: only for training
+EVAL_METHODS = ("auto", "exact", "sampled")
 EVAL_SEED_BASE = 1_000_000
 """Evaluation episodes use seeds ``EVAL_SEED_BASE + i``: disjoint from training seeds."""
 
@@ -88,6 +91,20 @@ class TrainConfig:
     them: ~3x cheaper updates on CPU, enough capacity for small action spaces."""
     temperature: float = 1.0
     """Sampling temperature while collecting training rollouts."""
+    action_head: bool = True
+    """Score mode: add a zero-initialised action head on the hidden state at the answer
+    position to the candidates' LM scores (``llmgym.agents.action_head``): updates that
+    differ by state. The policy at initialisation is the language model's."""
+    train_backbone: bool = True
+    """Train the language model (LoRA or full). False: it stays frozen, only the heads learn,
+    and each distinct prompt's features are computed once and reused (memoised)."""
+    head_lr: float = 3e-3
+    """Learning rate of the action head."""
+    head_whiten_eps: float = 0.3
+    """Ridge of the head's feature whitening, relative to the mean feature variance."""
+    min_entropy: float = 0.05
+    """When the policy's mean entropy (nats) falls below this, the entropy bonus doubles every
+    update (from 0.01, at most 1) until it recovers, then decays back (0 = off)."""
     history: int = 0
     """Previous turns shown to the policy (0 = Markov prompt: system + current observation)."""
     max_new_tokens: int = 24
@@ -100,6 +117,10 @@ class TrainConfig:
     """Episodes per periodic evaluation (seeds ``1_000_000 + i``; the final report uses more)."""
     eval_greedy: bool = True
     """Evaluate the greedy (arg-max) policy rather than sampling."""
+    eval_method: str = "auto"
+    """``exact``: the greedy policy's expected return from the env's transition model
+    (Blackjack, FrozenLake, Taxi, CliffWalking; ``llmgym.agents.exact``); ``sampled``: mean
+    over evaluation episodes; ``auto``: exact where the env allows it (greedy, Markov prompt)."""
     checkpoint_every: int = 10
     """Save a checkpoint every this many iterations (and always at the end)."""
     seed: int = 0
@@ -444,6 +465,11 @@ class Trainer:
         self.envs = (
             make_envs(config.env_id, config.num_envs, config.env_kwargs) if config.env_id else []
         )
+        # Evaluation always runs under the registered step limit, even when training caps it.
+        self.eval_kwargs = without_step_cap(config.env_kwargs)
+        self.eval_envs = self.envs
+        if config.env_id and self.eval_kwargs != config.env_kwargs:
+            self.eval_envs = make_envs(config.env_id, config.num_envs, self.eval_kwargs)
         self.iteration = 0
         self.env_steps = 0
         self.episodes_done = 0
@@ -454,6 +480,12 @@ class Trainer:
         self._recent_successes: list[Step] = []
         self._warned: Counter[str] = Counter()
         self.extra_modules: dict[str, Any] = {}  # e.g. PPO's value head (saved, optimised)
+        self.module_lr: dict[str, float] = {}  # learning rates of extra modules (else the main)
+        self.ent_boost = 0.0  # added to the entropy bonus while entropy is below min_entropy
+        self._ref_head: Any = None  # the action head frozen at the last reference refresh
+        if self.policy.head is not None:
+            self.extra_modules["action_head"] = self.policy.head
+            self.module_lr["action_head"] = config.head_lr
         self.setup()
         self.optimizer = self._make_optimizer()
         self.logger: MetricsLogger | None = None
@@ -492,6 +524,9 @@ class Trainer:
         )
 
     def _prepare_model(self, model: Any) -> Any:
+        if not self.config.train_backbone:
+            self._ref_model = None
+            return model.requires_grad_(False).eval()
         if not self.config.lora:
             self._ref_model = None
             model.train()
@@ -505,8 +540,10 @@ class Trainer:
     def _make_policy(self, policy_config: Any = None) -> Any:
         from llmgym.agents.policy import LLMPolicy, PolicyConfig
 
+        head = self._make_head()
+        memoize = not self.config.train_backbone
         if policy_config is not None:
-            return LLMPolicy(self.model, self.tokenizer, policy_config)
+            return LLMPolicy(self.model, self.tokenizer, policy_config, head=head, memoize=memoize)
         names = {f.name for f in dataclasses.fields(PolicyConfig)}
         kwargs = dict(
             mode=self.config.mode,
@@ -515,7 +552,20 @@ class Trainer:
             max_new_tokens=self.config.max_new_tokens,
         )
         kwargs = {k: v for k, v in kwargs.items() if k in names} | self.config.policy_kwargs
-        return LLMPolicy(self.model, self.tokenizer, PolicyConfig(**kwargs))
+        return LLMPolicy(
+            self.model, self.tokenizer, PolicyConfig(**kwargs), head=head, memoize=memoize
+        )
+
+    def _make_head(self) -> Any:
+        """The action head (score mode with ``action_head`` on), else None."""
+        if not self.config.action_head or self.config.mode != "score":
+            return None
+        from llmgym.agents.action_head import ActionHead
+
+        base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+        hidden = base.config.hidden_size
+        embed = base.get_input_embeddings().weight.shape[1]
+        return ActionHead(hidden, embed, self.config.head_whiten_eps).to(self.device)
 
     def trainable_parameters(self) -> list[Any]:
         params = [p for p in self.model.parameters() if p.requires_grad]
@@ -524,11 +574,30 @@ class Trainer:
         return params
 
     def _make_optimizer(self, lr: float | None = None) -> Any:
-        return self.torch.optim.AdamW(
-            self.trainable_parameters(),
-            lr=lr or self.config.learning_rate,
-            weight_decay=self.config.weight_decay,
-        )
+        """AdamW with the language model's trainable weights as group 0 (``lr``) and one
+        group per extra module at its own rate (``module_lr``)."""
+        lr = lr or self.config.learning_rate
+        groups = [{"params": [p for p in self.model.parameters() if p.requires_grad], "lr": lr}]
+        for name, module in self.extra_modules.items():
+            params = [p for p in module.parameters() if p.requires_grad]
+            groups.append({"params": params, "lr": self.module_lr.get(name, lr)})
+        return self.torch.optim.AdamW(groups, weight_decay=self.config.weight_decay)
+
+    @property
+    def ent_coef(self) -> float:
+        """The entropy bonus in force: the configured one plus the low-entropy boost."""
+        return float(getattr(self.config, "ent_coef", 0.0)) + self.ent_boost
+
+    def adapt_entropy(self, entropy: float | None) -> None:
+        """Double the boost while the policy's entropy is below ``min_entropy`` (starting at
+        0.01, capped at 1); halve it away once the entropy has recovered."""
+        floor = self.config.min_entropy
+        if not floor or entropy is None or not math.isfinite(entropy):
+            return
+        if entropy < floor:
+            self.ent_boost = min(1.0, max(0.01, 2 * self.ent_boost))
+        else:
+            self.ent_boost = self.ent_boost / 2 if self.ent_boost > 1e-3 else 0.0
 
     # ---- policy helpers ----------------------------------------------------------------
 
@@ -546,7 +615,20 @@ class Trainer:
     @contextmanager
     def reference(self) -> Iterator[None]:
         """Run the policy as the reference: the adapter switched off (LoRA) or the frozen copy
-        (full fine-tune)."""
+        (full fine-tune), and no action head (or the one frozen by :meth:`refresh_reference`)."""
+        live_head = self.policy.head
+        self.policy.head = self._ref_head
+        try:
+            with self._reference_backbone():
+                yield
+        finally:
+            self.policy.head = live_head
+
+    @contextmanager
+    def _reference_backbone(self) -> Iterator[None]:
+        if not self.config.train_backbone:
+            yield
+            return
         if self.config.lora:
             with self.model.disable_adapter():
                 yield
@@ -589,6 +671,12 @@ class Trainer:
         """Make the current policy the new reference: merge the adapter into the base weights
         and start a fresh adapter (the merged deltas are kept so a resume can replay them)."""
         self._ref_cache.clear()
+        if self.policy.head is not None:
+            import copy
+
+            self._ref_head = copy.deepcopy(self.policy.head).requires_grad_(False)
+        if not self.config.train_backbone:
+            return
         if not self.config.lora:
             self._ref_model = None
             return
@@ -671,15 +759,50 @@ class Trainer:
         raise NotImplementedError
 
     def evaluate(self, episodes: int | None = None, seed_base: int = EVAL_SEED_BASE) -> dict:
-        """Mean return, its 95 % CI, success rate and parse rate over fixed evaluation seeds."""
+        """Mean return, its 95 % CI, success rate and parse rate over fixed evaluation seeds;
+        or the greedy policy's exact expected return (``eval_method``)."""
+        if self.uses_exact_eval():
+            return self.evaluate_exact()
         n = episodes or self.config.eval_episodes
         return evaluate_policy(
             self.policy,
-            self.envs,
+            self.eval_envs,
             [seed_base + i for i in range(n)],
             greedy=self.config.eval_greedy,
             markov=self.config.history == 0,
         )
+
+    def uses_exact_eval(self) -> bool:
+        """Whether :meth:`evaluate` computes the exact value (see ``eval_method``)."""
+        cfg = self.config
+        if cfg.eval_method not in EVAL_METHODS:
+            raise TrainingError(
+                f"eval_method must be one of {', '.join(EVAL_METHODS)}, not {cfg.eval_method!r}."
+            )
+        if cfg.eval_method == "sampled" or not cfg.env_id:
+            return False
+        from llmgym.agents.exact import supports_exact
+
+        possible = supports_exact(cfg.env_id, self.eval_kwargs)
+        possible = possible and cfg.eval_greedy and cfg.history == 0
+        if cfg.eval_method == "exact" and not possible:
+            raise TrainingError(
+                f"Exact evaluation needs a greedy Markov policy on an env with a known model "
+                f"(Blackjack, FrozenLake, Taxi, CliffWalking), not {cfg.env_id}; use "
+                "eval_method=sampled."
+            )
+        return possible
+
+    def evaluate_exact(self) -> dict[str, Any]:
+        """The greedy policy's exact expected return, in :meth:`evaluate`'s format."""
+        from llmgym.agents.exact import exact_value
+
+        def act(observations: list[str], infos: list[dict[str, Any]]) -> list[str]:
+            return [s.text for s in self.policy.act(observations, infos)]
+
+        with self.greedy(True), self.torch.no_grad():
+            result = exact_value(self.config.env_id, act, self.eval_kwargs)
+        return exact_metrics(result)
 
     def sft_warm_start(self) -> dict[str, float]:
         """Run the configured SFT warm start (``sft`` = auto | FILE)."""
@@ -791,8 +914,11 @@ class Trainer:
         ``llmgym.Agent``); advances the counters and returns the metrics."""
         self.env_steps += sum(e.length for e in episodes)
         self.episodes_done += len(episodes)
-        self.model.train()
+        if self.config.train_backbone:
+            self.model.train()
+        self._refresh_head_features(episodes)
         metrics = self.update(episodes)
+        self.adapt_entropy(metrics.get("charts/entropy"))
         if self.config.sft_during_rl > 0:
             metrics |= self._continued_sft(episodes)
         self.iteration += 1
@@ -803,9 +929,21 @@ class Trainer:
                 "iteration": self.iteration,
                 "episodes": self.episodes_done,
                 "train/skipped_updates": self.skipped_updates,
+                "train/ent_coef": self.ent_coef,
                 "train/lr": self.optimizer.param_groups[0]["lr"],
             }
         )
+
+    def _refresh_head_features(self, episodes: list[Episode]) -> None:
+        """Add the batch's hidden states to the head's whitening statistics and refresh the map
+        (before the update, so its old and new log-probs share one feature map)."""
+        head = self.policy.head
+        hidden = [s.sample.hidden for e in episodes for s in e.steps]
+        hidden = [h for h in hidden if h is not None]
+        if head is None or not hidden:
+            return
+        head.whitener.update(self.torch.stack(hidden).to(self.device))
+        head.whitener.refresh()
 
     def _continued_sft(self, episodes: list[Episode]) -> dict[str, float]:
         """Continued SFT on recent successful episodes (return > 0), weighted in as a loss."""
@@ -889,12 +1027,9 @@ class Trainer:
 
         path = self.run_dir / "checkpoints" / f"iter_{self.iteration:06d}"
         tmp = path.with_name(path.name + ".tmp")
-        tmp.mkdir(parents=True, exist_ok=True)
-        save_file(_contiguous(self.model_state()), str(tmp / "model.safetensors"))
-        for name, module in self.extra_modules.items():
-            save_file(_contiguous(module.state_dict()), str(tmp / f"{name}.safetensors"))
-        for i, state in enumerate(self.merged_adapters):
-            save_file(_contiguous(state), str(tmp / f"merged_{i:03d}.safetensors"))
+        self._save_weights(tmp, policy_only=False)
+        if self._ref_head is not None:
+            save_file(_contiguous(self._ref_head.state_dict()), str(tmp / REF_HEAD_FILE))
         torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
         kind, keys, pos, has_gauss, gauss = np.random.get_state()
         rng = {  # plain types and tensors only, so it loads with torch.load(weights_only=True)
@@ -908,18 +1043,12 @@ class Trainer:
         if generator is not None:
             rng["policy"] = generator.get_state()
         torch.save(rng, tmp / "rng.pt")
-        state = {
-            "iteration": self.iteration,
-            "env_steps": self.env_steps,
-            "episodes_done": self.episodes_done,
+        state = self._state() | {
             "seeds_used": self.seeds_used,
             "skipped_updates": self.skipped_updates,
-            "merged_adapters": len(self.merged_adapters),
-            "algo": self.algo,
-            "lora": self.config.lora,
-        } | self.extra_state()
-        (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2))
-        (tmp / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2, default=str))
+            "ent_boost": self.ent_boost,
+        }
+        (tmp / "trainer_state.json").write_text(json.dumps(state | self.extra_state(), indent=2))
         if path.exists():
             import shutil
 
@@ -928,7 +1057,47 @@ class Trainer:
         (self.run_dir / "checkpoints" / "latest").write_text(path.name)
         return path
 
+    def save_policy(self, path: str | Path) -> Path:
+        """A small directory that restores the acting policy completely (the adapter, merged
+        adapters, the action head; no optimizer, RNG or critic): ``llm:MODEL@PATH`` and
+        :func:`~llmgym.agents.trainers.load_trained_policy` load it."""
+        path = Path(path)
+        self._save_weights(path, policy_only=True)
+        state = self._state() | {"policy_only": True}
+        (path / "trainer_state.json").write_text(json.dumps(state, indent=2))
+        return path
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "iteration": self.iteration,
+            "env_steps": self.env_steps,
+            "episodes_done": self.episodes_done,
+            "merged_adapters": len(self.merged_adapters),
+            "algo": self.algo,
+            "lora": self.config.lora,
+        }
+
+    def _save_weights(self, path: Path, policy_only: bool) -> None:
+        """The trained language-model weights, merged adapters, extra modules (a policy
+        directory keeps only the action head, without its training statistics) and config."""
+        from safetensors.torch import save_file
+
+        path.mkdir(parents=True, exist_ok=True)
+        save_file(_contiguous(self.model_state()), str(path / "model.safetensors"))
+        for i, state in enumerate(self.merged_adapters):
+            save_file(_contiguous(state), str(path / f"merged_{i:03d}.safetensors"))
+        for name, module in self.extra_modules.items():
+            if policy_only and name != "action_head":
+                continue
+            state = module.state_dict()
+            if policy_only:
+                state = {k: v for k, v in state.items() if k.split(".")[-1] not in TRAINING_STATS}
+            save_file(_contiguous(state), str(path / f"{name}.safetensors"))
+        (path / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2, default=str))
+
     def model_state(self) -> dict[str, Any]:
+        if not self.config.train_backbone:
+            return {}
         if self.config.lora:
             from peft import get_peft_model_state_dict
 
@@ -979,14 +1148,29 @@ class Trainer:
             self.model.train()
             self.policy.model = self.model
         weights = load_file(str(ckpt / "model.safetensors"), device=str(self.device))
-        if self.config.lora:
+        if not self.config.train_backbone:
+            pass
+        elif self.config.lora:
             from peft import set_peft_model_state_dict
 
             set_peft_model_state_dict(self.model, weights)
         else:
             self.model.load_state_dict(weights)
+        policy_only = state.get("policy_only", False)
         for name, module in self.extra_modules.items():
-            module.load_state_dict(load_file(str(ckpt / f"{name}.safetensors")))
+            file = ckpt / f"{name}.safetensors"
+            if policy_only and not file.exists():
+                continue  # a policy directory keeps the action head only
+            module.load_state_dict(load_file(str(file)), strict=not policy_only)
+        if policy_only:
+            self.iteration, self.env_steps = state["iteration"], state["env_steps"]
+            self.episodes_done = state["episodes_done"]
+            return
+        if (ckpt / REF_HEAD_FILE).exists() and self.policy.head is not None:
+            import copy
+
+            self._ref_head = copy.deepcopy(self.policy.head).requires_grad_(False)
+            self._ref_head.load_state_dict(load_file(str(ckpt / REF_HEAD_FILE)))
         self.optimizer = self._make_optimizer()
         self.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
         rng = torch.load(ckpt / "rng.pt", weights_only=True)
@@ -1003,12 +1187,37 @@ class Trainer:
         self.episodes_done = state["episodes_done"]
         self.seeds_used = state["seeds_used"]
         self.skipped_updates = state["skipped_updates"]
+        self.ent_boost = state.get("ent_boost", 0.0)
         self.load_extra_state(state)
         self._ref_cache.clear()
 
 
 # --------------------------------------------------------------------------------------------
 # Helpers
+
+
+def without_step_cap(env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``env_kwargs`` without a training-only ``max_episode_steps`` cap.
+
+    Example:
+        >>> without_step_cap({"is_slippery": False, "max_episode_steps": 30})
+        {'is_slippery': False}
+    """
+    return {k: v for k, v in env_kwargs.items() if k != "max_episode_steps"}
+
+
+def exact_metrics(result: Any) -> dict[str, Any]:
+    """An exact evaluation in the format of :func:`evaluate_policy` (CI 0, no episodes)."""
+    return {
+        "mean_return": float(result.value),
+        "ci95": 0.0,
+        "episodes": 0,
+        "success_rate": float("nan"),
+        "parse_rate": float(result.parse_rate),
+        "mean_length": float("nan"),
+        "returns": [],
+        "method": "exact",
+    }
 
 
 def load_model_for(name: str, device: str = "auto") -> tuple[Any, Any]:
@@ -1122,6 +1331,7 @@ def evaluate_policy(
         "parse_rate": float(np.mean([s.parse_ok for s in steps])) if steps else float("nan"),
         "mean_length": float(np.mean([e.length for e in episodes])),
         "returns": returns,
+        "method": "sampled",
     }
 
 

@@ -11,10 +11,12 @@ return minus the group mean, divided by the group std. Two ways to form groups:
   to the end; only the branching turn is trained, with the group-normalised return-to-go.
 
 The advantage always belongs to the exact sample whose ``text`` the env stepped with.
-Groups where every return is equal carry no signal and are dropped from the update (unless a
-KL term is on). The objective is PPO's clipped ratio (token-level, averaged per completion in
-generate mode) with an optional KL(pi || pi_ref) penalty (k3 estimator), reference = the model
-with the LoRA adapter switched off.
+Groups where every return is equal carry no policy-gradient signal; their samples still carry
+the entropy bonus and the KL term, so a collapsed policy (no informative group at all) is still
+pushed back towards exploring by the low-entropy boost (``min_entropy``). The objective is
+PPO's clipped ratio (token-level, averaged per completion in generate mode) with an optional
+KL(pi || pi_ref) penalty (k3 estimator), reference = the model with the LoRA adapter switched
+off and no action head.
 
 Run it::
 
@@ -198,13 +200,11 @@ class GRPOTrainer(Trainer):
         torch, cfg = self.torch, self.config
         # Episodes handed in from outside (llmgym.Agent) form groups by their ``group`` field.
         pairs = self._train if self._train_for is episodes else self._episode_advantages(episodes)
-        if cfg.beta == 0:
-            pairs = [(s, a) for s, a in pairs if abs(a) > 1e-8]
-        informative = len(pairs)
         if not pairs:
             return {"grpo/informative_samples": 0.0}
         samples = [s.sample for s, _ in pairs]
         adv = torch.tensor([a for _, a in pairs], dtype=torch.float32, device=self.device)
+        informative = (adv.abs() > 1e-8).float()
         old_logp = old_tokens = None
         if cfg.update_epochs > 1:
             old_logp, old_tokens = self._old_logprobs(samples)
@@ -223,14 +223,16 @@ class GRPOTrainer(Trainer):
                     r = (tok - old).exp()
                     clipped = r.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
                     pg.append(torch.max(-a[j] * r, -a[j] * clipped).mean())
-                pg_loss = torch.stack(pg).mean()
+                per_sample = torch.stack(pg)
             else:
                 old = old_logp[idx] if old_logp is not None else logp.detach()
                 r = (logp - old).exp()
                 clipped = r.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
-                pg_loss = torch.max(-a * r, -a * clipped).mean()
+                per_sample = torch.max(-a * r, -a * clipped)
+            mask = informative[idx]  # the policy gradient averages over informative samples
+            pg_loss = (per_sample * mask).sum() / mask.sum().clamp(min=1)
             entropy = out.entropy.float().mean()
-            loss = pg_loss - cfg.ent_coef * entropy
+            loss = pg_loss - self.ent_coef * entropy
             kl = torch.zeros(())
             if ref is not None:
                 d = ref[idx] - logp
@@ -249,7 +251,7 @@ class GRPOTrainer(Trainer):
                 stats = self.optimize(mb, loss_fn)
                 if stats is not None:
                     history.append(stats)
-        return mean_stats(history) | {"grpo/informative_samples": float(informative)}
+        return mean_stats(history) | {"grpo/informative_samples": float(informative.sum())}
 
     def _old_logprobs(self, samples: list[Any]) -> tuple[Any, list[Any] | None]:
         torch = self.torch

@@ -74,32 +74,27 @@ class PPOTrainer(Trainer):
         torch = self.torch
         hidden = self.model.config.hidden_size if hasattr(self.model, "config") else None
         hidden = hidden or self.model.get_base_model().config.hidden_size
-        gen = torch.Generator().manual_seed(self.config.seed + 17)
-        head = torch.nn.Sequential(
-            torch.nn.Linear(hidden, self.config.value_hidden),
-            torch.nn.Tanh(),
-            torch.nn.Linear(self.config.value_hidden, 1),
-        )
-        with torch.no_grad():
-            for p in head.parameters():
-                p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
+        if self.policy.head is not None:  # linear on the action head's whitened features
+            head = torch.nn.Linear(hidden, 1)
+            torch.nn.init.zeros_(head.weight)
+            torch.nn.init.zeros_(head.bias)
+        else:
+            gen = torch.Generator().manual_seed(self.config.seed + 17)
+            head = torch.nn.Sequential(
+                torch.nn.Linear(hidden, self.config.value_hidden),
+                torch.nn.Tanh(),
+                torch.nn.Linear(self.config.value_hidden, 1),
+            )
+            with torch.no_grad():
+                for p in head.parameters():
+                    p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
         self.value_head = head.to(self.device)
         self.extra_modules["value_head"] = self.value_head
+        self.module_lr["value_head"] = self.config.value_lr
         self._np_rng = np.random.default_rng(self.config.seed + 1)
 
-    def _make_optimizer(self, lr: float | None = None) -> Any:
-        head_params = set(id(p) for p in self.value_head.parameters())
-        policy_params = [p for p in self.trainable_parameters() if id(p) not in head_params]
-        return self.torch.optim.AdamW(
-            [
-                {"params": policy_params, "lr": lr or self.config.learning_rate},
-                {"params": list(self.value_head.parameters()), "lr": self.config.value_lr},
-            ],
-            weight_decay=self.config.weight_decay,
-        )
-
     def optimize(self, indices, loss_fn, lr=None):  # type: ignore[override]
-        # The SFT warm start passes its own lr: keep the value head's rate untouched.
+        # The SFT warm start passes its own lr: keep the heads' rates untouched.
         if lr is None:
             return super().optimize(indices, loss_fn)
         old = self.optimizer.param_groups[0]["lr"]
@@ -110,8 +105,9 @@ class PPOTrainer(Trainer):
             self.optimizer.param_groups[0]["lr"] = old
 
     def value(self, hidden: Any) -> Any:
-        features = hidden.detach() if self.config.value_detach else hidden
-        return self.value_head(features.float()).squeeze(-1)
+        features = self.policy.features(hidden)
+        features = features.detach() if self.config.value_detach else features
+        return self.value_head(features).squeeze(-1)
 
     def extra_state(self) -> dict[str, Any]:
         return {"np_rng": self._np_rng.bit_generator.state}
@@ -210,7 +206,7 @@ class PPOTrainer(Trainer):
             else:
                 v_loss = 0.5 * ((v - returns[idx]) ** 2).mean()
             entropy = out.entropy.float().mean()
-            loss = pg_loss - cfg.ent_coef * entropy + cfg.vf_coef * v_loss
+            loss = pg_loss - self.ent_coef * entropy + cfg.vf_coef * v_loss
             kl = torch.zeros(())
             if ref is not None:
                 d = ref[idx] - out.logprob.float()

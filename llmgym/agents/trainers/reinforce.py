@@ -122,7 +122,7 @@ class ReinforceTrainer(Trainer):
                 turn_logp = logp
             pg_loss = -(adv[idx] * turn_logp).mean()
             entropy = out.entropy.float().mean()
-            loss = pg_loss - cfg.ent_coef * entropy
+            loss = pg_loss - self.ent_coef * entropy
             kl = torch.zeros(())
             if ref is not None:
                 d = ref[idx] - logp

@@ -55,8 +55,8 @@ _PROSE = re.compile(r"\banswer\s*(?:is|:|=)\s*:?\s*([^\n]{1,120})", re.IGNORECAS
 _TO_ASCII = {"£": "GBP ", "€": "EUR ", "¥": "JPY ", "×": "*", "÷": "/", "−": "-", "…": "..."}
 _STEP_CHARS = 800
 _ANSWER_FORMAT = (
-    'Give the final answer as a JSON object, for example {"answer": 42}, or as \\boxed{42}, '
-    'or end with "The answer is 42." Answer with a number only, without units.'
+    'Give the final answer as a JSON object, {"answer": <number>}, or as \\boxed{<number>}, '
+    'or end with "The answer is <number>." Answer with a number only, without units.'
 )
 
 

@@ -150,8 +150,8 @@ class TextWorldEnv(gym.Env):
         )
         self.action_space = spaces.Text(max_length=MAX_ACTION_CHARS, min_length=0, charset=CHARSET)
         self.system_prompt = (
-            f"{_TASK}\n\nReply with a JSON object naming one admissible command, "
-            'for example {"action": "look"}.'
+            f"{_TASK}\n\nReply with a JSON object naming one admissible command: "
+            '{"action": "<one of the admissible commands>"}.'
         )
         self._game: Any = None
         self._game_id: int | None = None

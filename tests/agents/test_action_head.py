@@ -1,0 +1,138 @@
+"""The action head: zero-initialised (the language model's policy at init), state-specific
+learning on a two-state contextual bandit, exploration that cannot silently die, and small
+policy directories that restore the trained policy."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bandit import register, register_contextual  # noqa: E402
+
+from llmgym.agents.action_head import ActionHead  # noqa: E402
+from llmgym.agents.policy import LLMPolicy, PolicyConfig  # noqa: E402
+from llmgym.agents.testing import tiny_model  # noqa: E402
+from llmgym.agents.trainers import ALGOS, load_trained_policy, make_trainer  # noqa: E402
+
+CONTEXTUAL = register_contextual()
+FAST = dict(
+    model="tiny",
+    env_id=CONTEXTUAL,
+    num_envs=16,
+    episodes_per_update=32,
+    minibatch_size=32,
+    eval_every=0,
+    checkpoint_every=0,
+    progress=False,
+    num_threads=1,
+    eval_method="sampled",
+)
+ROOMS = [("Left room.", "a"), ("Right room.", "b")]
+
+
+def _p_good(policy: LLMPolicy) -> list[float]:
+    """P(rewarded action) in each room under the policy's sampling distribution."""
+    info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
+    with torch.no_grad():
+        samples = policy.act([room for room, _ in ROOMS], [info, info])
+        out = policy.evaluate(samples)
+    probs = []
+    for (_, good), sample, logp in zip(ROOMS, samples, out.logprob.exp().tolist()):
+        taken = sample.valid_actions[sample.action_index]
+        probs.append(logp if taken == good else 1 - logp)
+    return probs
+
+
+def test_zero_initialised_head_leaves_the_policy_unchanged():
+    model, tokenizer = tiny_model()
+    hidden = model.config.hidden_size
+    embed = model.get_input_embeddings().weight.shape[1]
+    config = PolicyConfig(mode="score", greedy=True)
+    plain = LLMPolicy(model, tokenizer, config)
+    headed = LLMPolicy(model, tokenizer, config, head=ActionHead(hidden, embed), memoize=True)
+    info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
+    for room, _ in ROOMS:
+        [a] = plain.act([room], [info])
+        [b] = headed.act([room], [info])
+        assert a.action_index == b.action_index
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-6)
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_head_learns_a_contextual_bandit_on_a_frozen_model(algo, tmp_path):
+    extra = {"group_size": 4} if algo == "grpo" else {}
+    trainer = make_trainer(
+        algo,
+        total_episodes=32 * 12,
+        output_dir=str(tmp_path),
+        train_backbone=False,
+        head_lr=0.05,
+        learning_rate=0.05,
+        **FAST,
+        **extra,
+    )
+    frozen = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    start = _p_good(trainer.policy)
+    assert min(start) < 0.5  # the tiny model prefers the same answer in both rooms
+    trainer.train()
+    assert min(_p_good(trainer.policy)) >= 0.9
+    assert all(torch.equal(frozen[n], p) for n, p in trainer.model.named_parameters())
+
+
+def test_entropy_bonus_applies_when_no_group_is_informative(tmp_path):
+    flat = register("none")  # no answer ever pays: every GRPO group is uninformative
+    trainer = make_trainer(
+        "grpo",
+        env_id=flat,
+        total_episodes=16,
+        output_dir=str(tmp_path),
+        group_size=4,
+        ent_coef=0.1,
+        **{k: v for k, v in FAST.items() if k != "env_id"},
+    )
+    head = trainer.policy.head.weight
+    before = head.detach().clone()
+    metrics = trainer.run_iteration()
+    assert metrics["grpo/informative_samples"] == 0
+    assert "charts/entropy" in metrics
+    assert not torch.equal(before, head)
+
+
+def test_low_entropy_boosts_the_bonus_until_it_recovers(tmp_path):
+    trainer = make_trainer("ppo", total_episodes=16, output_dir=str(tmp_path), **FAST)
+    trainer.adapt_entropy(0.01)
+    trainer.adapt_entropy(0.01)
+    assert trainer.ent_boost == pytest.approx(0.02)
+    assert trainer.ent_coef == pytest.approx(trainer.config.ent_coef + 0.02)
+    trainer.adapt_entropy(0.5)
+    assert trainer.ent_boost == pytest.approx(0.01)
+
+
+@pytest.mark.parametrize("train_backbone", [False, True])
+def test_policy_directory_restores_the_greedy_actions(train_backbone, tmp_path):
+    trainer = make_trainer(
+        "ppo",
+        total_episodes=64,
+        output_dir=str(tmp_path / "run"),
+        train_backbone=train_backbone,
+        head_lr=0.05,
+        **FAST,
+    )
+    trainer.train()
+    path = trainer.save_policy(tmp_path / "policy")
+    assert not (path / "optimizer.pt").exists()
+    greedy = PolicyConfig(mode="score", greedy=True)
+    loaded = load_trained_policy(str(path), device="cpu", policy_config=greedy)
+    info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
+    rooms = [room for room, _ in ROOMS] * 2
+    with trainer.greedy(True), torch.no_grad():
+        want = trainer.policy.act(rooms, [info] * 4)
+    got = loaded.act(rooms, [info] * 4)
+    assert [s.action_index for s in got] == [s.action_index for s in want]
+    assert [s.logprobs[0] for s in got] == pytest.approx([s.logprobs[0] for s in want], abs=1e-5)
