@@ -121,11 +121,10 @@ def key_values(items: list[str] | None, option: str) -> dict[str, Any]:
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise fail(
-                f"{option} {item!r} is not KEY=VALUE; write e.g. {option} is_slippery=false."
-            )
+            raise fail(f"{option} {item!r} is not KEY=VALUE, as in {option} is_slippery=false.")
+        literal = {"True": "true", "False": "false", "None": "null"}.get(value.strip(), value)
         try:
-            out[key.strip().replace("-", "_")] = json.loads(value)
+            out[key.strip().replace("-", "_")] = json.loads(literal)
         except ValueError:
             out[key.strip().replace("-", "_")] = value
     return out

@@ -39,32 +39,20 @@ def eval_command(
     progress: bool = typer.Option(True, help="Show a progress bar."),
     exact: bool = typer.Option(
         False,
-        "--exact",
-        help="The greedy policy's exact expected return from the env's model (Blackjack, "
-        "FrozenLake, Taxi, CliffWalking) instead of sampled episodes; implies --greedy.",
+        help="Exact expected return of the greedy policy (Blackjack, FrozenLake, Taxi, "
+        "CliffWalking) from the transition model, instead of sampled episodes.",
     ),
-    env_kwarg: list[str] = typer.Option(  # noqa: B008
-        None, "--env-kwarg", help="KEY=VALUE for gym.make and baseline agents (repeatable)."
+    env_kwarg: list[str] | None = typer.Option(  # noqa: B008 (a list option)
+        None, help="KEY=VALUE passed to gym.make and baseline agents (repeatable)."
     ),
 ) -> None:
-    """Evaluate an agent: mean return with a 95% CI, parse rate, env-steps/s; or, with
-    --exact, the greedy policy's exact expected return."""
+    """Evaluate an agent: mean return with a 95% CI, parse rate, env-steps/s."""
     from llmgym.agents.evaluate import evaluate, format_result
     from llmgym.agents.registry import AgentError
 
     env_kwargs = key_values(env_kwarg, "--env-kwarg")
     if env_kwargs:
         check_env_kwargs(env_id, env_kwargs)
-    if exact:
-        from llmgym.agents.exact import supports_exact
-
-        if agent.partition(":")[0] == "random":
-            raise _fail("--exact evaluates a deterministic (greedy) policy; random is not one.")
-        if not supports_exact(env_id, env_kwargs):
-            raise _fail(
-                f"--exact covers Blackjack, FrozenLake, Taxi and CliffWalking, not {env_id}; "
-                "drop --exact to evaluate with sampled episodes."
-            )
     check_device(device)
     if output is not None:
         check_output_file(output)
@@ -82,8 +70,8 @@ def eval_command(
             greedy=greedy or exact or None,
             history=history,
             device=device,
-            env_kwargs=env_kwargs,
             exact=exact,
+            env_kwargs=env_kwargs,
         )
     except AgentError as error:
         raise _fail(str(error)) from None

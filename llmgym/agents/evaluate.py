@@ -4,6 +4,8 @@ Episode ``j`` is seeded ``seed + j`` whatever ``num_envs`` is, so agents are com
 same episodes. Reports the mean return with a 95 % confidence interval (normal
 approximation, 1.96 standard errors), the parse rate (share of answers the env parsed
 without falling back) and env-steps per second (wall clock, model time included).
+``exact=True`` computes the greedy policy's expected return from the transition model instead
+(``llmgym.agents.exact``; Blackjack, FrozenLake, Taxi, CliffWalking), with a CI of 0.
 
 Example:
     >>> result = evaluate("Text-Blackjack-v1", "random", episodes=20, num_envs=4, progress=False)
@@ -24,6 +26,7 @@ import gymnasium as gym
 import numpy as np
 from rich.progress import Progress
 
+from llmgym.agents.baselines import make_eval_env
 from llmgym.agents.registry import TextAgent, make_agent
 
 MODES = ("score", "generate")
@@ -53,16 +56,17 @@ def evaluate(
     output: str | Path | None = None,
     *,
     progress: bool = True,
-    env_kwargs: dict[str, Any] | None = None,
     exact: bool = False,
+    env_kwargs: dict[str, Any] | None = None,
     **agent_options: Any,
 ) -> dict[str, Any]:
     """Evaluate ``agent`` (a name for ``make_agent`` or a TextAgent) and return the summary
     dict (also written to ``output`` as JSON when given). ``history=k`` makes the envs carry
-    the last k turns in ``info["messages"]``; ``env_kwargs`` go to ``gym.make`` and baseline
-    agents; ``exact=True`` computes the greedy policy's exact expected return
-    (``llmgym.agents.exact``) instead of playing episodes; other options go to
-    ``make_agent``."""
+    the last k turns in ``info["messages"]``; other options go to ``make_agent``.
+    ``env_kwargs`` go to ``gym.make`` (and to baseline agents); ``exact=True`` evaluates the
+    greedy policy exactly (see ``evaluate_exact``) instead of sampling episodes."""
+    if exact:
+        return evaluate_exact(env_id, agent, mode, seed, output, env_kwargs, **agent_options)
     if env_id not in gym.registry:
         raise ValueError(
             f"Unknown environment {env_id!r}; run `llmgym envs` to list the text envs."
@@ -74,16 +78,12 @@ def evaluate(
     # Chat history comes from the env (info["messages"]), so it follows each env's episodes.
     history = int(agent_options.pop("history", None) or 0)
     name = agent if isinstance(agent, str) else type(agent).__name__
-    env_kwargs = dict(env_kwargs or {})
-    if isinstance(agent, str):
-        options = agent_options | ({"greedy": True} if exact else {})
-        agent = make_agent(agent, env_id, mode=mode, seed=seed, env_kwargs=env_kwargs, **options)
-    if exact:
-        return _exact(env_id, name, agent, mode, env_kwargs, output)
     num_envs = min(num_envs, episodes)
-    if history:
-        env_kwargs["history"] = history
-    envs = [gym.make(env_id, **env_kwargs) for _ in range(num_envs)]
+    make_kwargs = {**(env_kwargs or {}), **({"history": history} if history else {})}
+    envs = [_make_env(env_id, make_kwargs) for _ in range(num_envs)]
+    if isinstance(agent, str):
+        options = {**_with_env(env_kwargs), **agent_options}
+        agent = make_agent(agent, env_id, mode=mode, seed=seed, **options)
     returns: list[float] = [0.0] * episodes
     lengths = [0] * episodes
     parsed = steps = 0
@@ -139,35 +139,79 @@ def evaluate(
         "machine": f"{platform.machine()} {platform.system()}, python {platform.python_version()}",
         "returns": returns,
     }
-    if output is not None:
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        Path(output).write_text(json.dumps(result, indent=2) + "\n")
+    _write(result, output)
     return result
 
 
-def _exact(
-    env_id: str, name: str, agent: TextAgent, mode: str, env_kwargs: dict, output: Any
-) -> dict[str, Any]:
-    from llmgym.agents.exact import exact_value
+def _with_env(env_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """``make_agent`` options carrying the env kwargs, when there are any."""
+    return {"env_kwargs": dict(env_kwargs)} if env_kwargs else {}
 
-    start = time.perf_counter()
-    exact = exact_value(env_id, agent.act_batch, env_kwargs)
-    result = {
-        "env_id": env_id,
-        "env_kwargs": env_kwargs,
-        "agent": name,
-        "mode": mode,
-        "eval_method": "exact",
-        "mean_return": exact.value,
-        "ci95": 0.0,
-        "states": exact.states,
-        "parse_rate": exact.parse_rate,
-        "wall_s": time.perf_counter() - start,
-        "machine": f"{platform.machine()} {platform.system()}, python {platform.python_version()}",
-    }
+
+def _make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
+    """``make_eval_env`` (the step cap of every evaluation), with a one-sentence error for
+    keyword arguments the env does not take."""
+    try:
+        return make_eval_env(env_id, **kwargs)
+    except TypeError as error:
+        raise ValueError(f"{env_id} does not take the env kwargs {kwargs}: {error}.") from None
+
+
+def _write(result: dict[str, Any], output: str | Path | None) -> None:
     if output is not None:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         Path(output).write_text(json.dumps(result, indent=2) + "\n")
+
+
+def evaluate_exact(
+    env_id: str,
+    agent: str | TextAgent,
+    mode: str = "score",
+    seed: int = 0,
+    output: str | Path | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    **agent_options: Any,
+) -> dict[str, Any]:
+    """The exact expected return of ``agent``'s greedy policy (``llmgym.agents.exact``) as
+    ``evaluate``'s summary dict, with ``exact: True``, ``ci95: 0`` and no episodes.
+
+    Example:
+        >>> r = evaluate_exact("Text-FrozenLake-v1", "optimal", env_kwargs={"is_slippery": False})
+        >>> r["mean_return"], r["ci95"], r["states"], r["horizon"]
+        (1.0, 0.0, 11, 100)
+    """
+    from llmgym.agents.exact import agent_act, exact_unsupported_reason, exact_value
+
+    reason = exact_unsupported_reason(env_id, env_kwargs)
+    if reason is not None:
+        raise ValueError(reason)
+    if mode not in MODES:
+        raise ValueError(f"Unknown mode {mode!r}; use score or generate.")
+    if agent_options.pop("history", None):
+        raise ValueError("--exact evaluates a Markov policy; drop --history.")
+    name = agent if isinstance(agent, str) else type(agent).__name__
+    if isinstance(agent, str):
+        options = {**_with_env(env_kwargs), **agent_options, "greedy": True}
+        agent = make_agent(agent, env_id, mode=mode, seed=seed, **options)
+    start = time.perf_counter()
+    exact = exact_value(env_id, agent_act(agent), env_kwargs)
+    result = {
+        "env_id": env_id,
+        "agent": name,
+        "mode": mode,
+        "exact": True,
+        "env_kwargs": dict(env_kwargs or {}),
+        "mean_return": exact.value,
+        "ci95": 0.0,
+        "episodes": 0,
+        "states": exact.states,
+        "horizon": exact.horizon,
+        "parse_rate": exact.parse_rate,
+        "wall_s": time.perf_counter() - start,
+        "machine": f"{platform.machine()} {platform.system()}, python {platform.python_version()}",
+        "actions": {str(raw): action for raw, action in exact.actions.items()},
+    }
+    _write(result, output)
     return result
 
 
@@ -180,16 +224,13 @@ def format_result(result: dict[str, Any]) -> str:
         ...     "mean_length": 2.0}))
         random on E: mean return +0.500 ± 0.250 (95% CI, 4 episodes, mean length 2.0)
         parse rate 100.0%, 10.0 env-steps/s
-        >>> print(format_result({"env_id": "E", "agent": "optimal", "eval_method": "exact",
-        ...     "mean_return": 0.74, "states": 11, "parse_rate": 1.0}))
-        optimal on E: exact expected return of the greedy policy +0.7400 (11 states)
-        parse rate 100.0%
     """
-    if result.get("eval_method") == "exact":
+    if result.get("exact"):
         return (
-            f"{result['agent']} on {result['env_id']}: exact expected return of the greedy "
-            f"policy {result['mean_return']:+.4f} ({result['states']} states)\n"
-            f"parse rate {100 * result['parse_rate']:.1f}%"
+            f"{result['agent']} on {result['env_id']}: exact return {result['mean_return']:+.4f} "
+            f"± 0 (exact, greedy policy over {result['states']} states, "
+            f"{result['horizon']}-step cap)\n"
+            f"parse rate {100 * result['parse_rate']:.1f}% of states"
         )
     return (
         f"{result['agent']} on {result['env_id']}: mean return {result['mean_return']:+.3f} "
@@ -200,4 +241,4 @@ def format_result(result: dict[str, Any]) -> str:
     )
 
 
-__all__ = ["evaluate", "format_result", "summarize"]
+__all__ = ["evaluate", "evaluate_exact", "format_result", "summarize"]

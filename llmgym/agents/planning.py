@@ -63,6 +63,18 @@ def _cmp(a: int, b: int) -> float:
     return float(a > b) - float(a < b)
 
 
+def _stick_reward(total: int, is_natural: bool, score: int, sab: bool, natural: bool) -> float:
+    """The player's reward for sticking on ``total`` against the dealer's final ``score``."""
+    if score == _NATURAL:
+        return _cmp(total, 21)
+    reward = _cmp(total, score)
+    if is_natural and sab:
+        return 1.0
+    if is_natural and natural and reward == 1.0:
+        return 1.5
+    return reward
+
+
 @dataclass(frozen=True)
 class BlackjackSolution:
     """Optimal Blackjack play: ``policy[(player_sum, dealer_card, usable_ace)]`` is 0 (stick)
@@ -80,18 +92,10 @@ def blackjack_solution(sab: bool = True, natural: bool = False) -> BlackjackSolu
     """
 
     def stick(total: int, dealer: int, is_natural: bool) -> float:
-        value = 0.0
-        for score, p in _dealer_outcomes(dealer).items():
-            if score == _NATURAL:
-                reward = _cmp(total, 21)
-            else:
-                reward = _cmp(total, score)
-                if is_natural and sab:
-                    reward = 1.0
-                elif is_natural and natural and reward == 1.0:
-                    reward = 1.5
-            value += p * reward
-        return value
+        return sum(
+            p * _stick_reward(total, is_natural, score, sab, natural)
+            for score, p in _dealer_outcomes(dealer).items()
+        )
 
     @cache
     def hit(total: int, usable: bool, dealer: int) -> float:
@@ -131,6 +135,80 @@ def blackjack_solution(sab: bool = True, natural: bool = False) -> BlackjackSolu
 Transitions = dict[int, dict[int, list[tuple[float, int, float, bool]]]]
 
 
+@dataclass(frozen=True)
+class BlackjackMDP:
+    """Blackjack (infinite deck) as a tabular MDP in Gymnasium's ``P`` format.
+
+    State ``i`` is the hand ``keys[i] = (player_sum, dealer_card, usable_ace, natural)``;
+    ``natural`` marks the dealt ace + ten, which the player sees as ``(21, card, 1)`` but which
+    pays differently when sticking. The last state is the absorbing end of the hand (key
+    ``None``). ``start`` is the distribution of the dealt hands.
+    """
+
+    P: Transitions
+    start: np.ndarray
+    keys: list[tuple[int, int, int, bool] | None]
+
+    def observation(self, state: int) -> tuple[int, int, int] | None:
+        """What ``Blackjack-v1`` shows in ``state``: ``(player_sum, dealer_card, usable_ace)``."""
+        key = self.keys[state]
+        return None if key is None else key[:3]
+
+
+def blackjack_mdp(sab: bool = True, natural: bool = False) -> BlackjackMDP:
+    """Build ``BlackjackMDP`` for Gymnasium's ``Blackjack-v1`` with these rule flags.
+
+    Example:
+        >>> mdp = blackjack_mdp()
+        >>> len(mdp.keys), round(float(mdp.start.sum()), 6)
+        (291, 1.0)
+    """
+    starts: dict[tuple[int, int, int, bool], float] = {}
+    for c1, p1 in CARD_PROBS.items():
+        for c2, p2 in CARD_PROBS.items():
+            for dealer, pd in CARD_PROBS.items():
+                total = _total(c1 + c2, 1 in (c1, c2))
+                key = (total, dealer, int(total != c1 + c2), {c1, c2} == {1, 10})
+                starts[key] = starts.get(key, 0.0) + p1 * p2 * pd
+    todo = list(starts)
+    transitions: dict[tuple[int, int, int, bool], dict[int, list]] = {}
+    while todo:
+        key = todo.pop()
+        if key in transitions:
+            continue
+        total, dealer, usable, is_natural = key
+        stick = [
+            (p, -1, _stick_reward(total, is_natural, score, sab, natural), True)
+            for score, p in _dealer_outcomes(dealer).items()
+        ]
+        hit = []
+        for card, p in CARD_PROBS.items():
+            hard = total - 10 * usable + card
+            new_total = _total(hard, bool(usable) or card == 1)
+            if new_total > 21:
+                hit.append((p, -1, -1.0, True))
+                continue
+            nxt = (new_total, dealer, int(new_total != hard), False)
+            hit.append((p, nxt, 0.0, False))
+            todo.append(nxt)
+        transitions[key] = {0: stick, 1: hit}
+    keys: list[tuple[int, int, int, bool] | None] = sorted(transitions)
+    index = {key: i for i, key in enumerate(keys)}
+    end = len(keys)
+    P: Transitions = {
+        index[key]: {
+            a: [(p, end if nxt == -1 else index[nxt], r, done) for p, nxt, r, done in outcomes]
+            for a, outcomes in actions.items()
+        }
+        for key, actions in transitions.items()
+    }
+    P[end] = {a: [(1.0, end, 0.0, True)] for a in (0, 1)}
+    start = np.zeros(end + 1)
+    for key, p in starts.items():
+        start[index[key]] += p
+    return BlackjackMDP(P, start, [*keys, None])
+
+
 def _arrays(P: Transitions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Dense ``(S, A, S)`` transition probabilities, expected rewards ``(S, A)`` and the
     probability of continuing (not terminating) into each next state ``(S, A, S)``."""
@@ -164,12 +242,21 @@ def value_iteration(
     return values, (reward + gamma * cont @ values).argmax(axis=1)
 
 
-def evaluate_tabular(P: Transitions, policy: np.ndarray, start: Any, horizon: int) -> float:
+def evaluate_tabular(
+    P: Transitions,
+    policy: np.ndarray,
+    start: Any,
+    horizon: int,
+    extra_reward: np.ndarray | None = None,
+) -> float:
     """Exact expected undiscounted return of a deterministic ``policy`` within ``horizon``
-    steps, from the start-state distribution ``start``."""
+    steps, from the start-state distribution ``start``; ``extra_reward[s]`` is added to every
+    step taken in state ``s`` (an invalid-answer penalty)."""
     _, reward, cont = _arrays(P)
     states = np.arange(len(P))
     step_reward, step_cont = reward[states, policy], cont[states, policy]
+    if extra_reward is not None:
+        step_reward = step_reward + extra_reward
     dist, total = np.asarray(start, dtype=float), 0.0
     for _ in range(horizon):
         total += float(dist @ step_reward)

@@ -102,11 +102,15 @@ class LLMAgent:
 
 def _baseline(kind: str) -> AgentFactory:
     def factory(
-        argument: str, env_id: str, *, seed: int = 0, env_kwargs: dict | None = None, **_: Any
+        argument: str, env_id: str, *, seed: int = 0, env_kwargs: Any = None, **_: Any
     ) -> TextAgent:
+        """``env_kwargs`` (``gym.make`` options of the text env) minus the text wrappers' own
+        go to the base env the baseline plans or trains on."""
         from llmgym.agents.baselines import make_baseline
+        from llmgym.envs.registration import _WRAPPER_KWARGS
 
-        return make_baseline(kind, env_id, seed=seed, **(env_kwargs or {}))
+        base_kwargs = {k: v for k, v in (env_kwargs or {}).items() if k not in _WRAPPER_KWARGS}
+        return make_baseline(kind, env_id, seed=seed, **base_kwargs)
 
     return factory
 
@@ -118,7 +122,7 @@ def _llm(
     mode: str = "score",
     seed: int = 0,
     device: str = "auto",
-    env_kwargs: dict | None = None,
+    env_kwargs: Any = None,
     **config: Any,
 ) -> LLMAgent:
     """``llm:MODEL[@CHECKPOINT][,key=value...]``: the options after commas override ``config``

@@ -1,6 +1,9 @@
 """The leaderboard: per (env, agent) mean return, 95 % bootstrap CI, normalized score, parse
 rate and env-steps/s, as markdown and as a PNG chart.
 
+Where the env allows it, ``exact`` is the exact expected return of the agent's greedy policy
+(``exact.jsonl``, from ``llmgym.agents.exact``), next to the sampled mean.
+
 Normalized score = (mean - random) / (best reference - random), per env: ``random`` is the
 mean of the ``random`` agent on the same seeds, ``best reference`` the best mean among the
 reference agents (``optimal`` and ``sb3-*``) on the same seeds. Where those rows are missing,
@@ -68,6 +71,7 @@ class CellStats:
     normalized_ci: tuple[float, float] | None
     parse_rate: float
     steps_per_s: float
+    exact: float | None = None
 
 
 def _anchors(means: dict[str, float], env_id: str) -> tuple[float, float] | None:
@@ -85,10 +89,14 @@ def _normalizer(random: float, best: float) -> Any:
 
 
 def summarize(
-    rows: Sequence[dict[str, Any]], env_ids: Sequence[str], agents: Sequence[str]
+    rows: Sequence[dict[str, Any]],
+    env_ids: Sequence[str],
+    agents: Sequence[str],
+    exact: dict[tuple[str, str], float] | None = None,
 ) -> list[CellStats]:
     """Leaderboard lines for ``agents`` on ``env_ids`` (in that order); the normalization
-    anchors come from every agent's rows on the env."""
+    anchors come from every agent's rows on the env. ``exact[(env, agent)]`` is the exact
+    value of a cell, where known."""
     by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rows:
         by_cell.setdefault((row["env_id"], row["agent"]), []).append(row)
@@ -123,6 +131,7 @@ def summarize(
                     normalized_ci=None if scale is None else (scale(low), scale(high)),
                     parse_rate=parsed / steps,
                     steps_per_s=steps / wall if wall > 0 else float("nan"),
+                    exact=(exact or {}).get((env_id, agent)),
                 )
             )
     return stats
@@ -136,15 +145,16 @@ def markdown_table(stats: Sequence[CellStats]) -> str:
     """The leaderboard as a GitHub markdown table."""
     lines = [
         "| env | agent | episodes | mean return | 95 % CI | normalized | parse rate "
-        "| env-steps/s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| env-steps/s | exact |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in stats:
         normalized = "—" if s.normalized is None else f"{s.normalized:.2f}"
+        exact = "—" if s.exact is None else f"{s.exact:.4f}"
         lines.append(
             f"| {s.env_id} | {s.agent} | {s.episodes} | {_num(s.mean)} | "
             f"[{_num(s.ci_low)}, {_num(s.ci_high)}] | {normalized} | {s.parse_rate:.2f} | "
-            f"{s.steps_per_s:,.0f} |"
+            f"{s.steps_per_s:,.0f} | {exact} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -196,6 +206,9 @@ NOTES = """
 - **parse rate**: fraction of steps whose action text parsed (`info["parse"]["ok"]`).
 - **env-steps/s**: steps / wall time of acting and stepping (LLM agents: batched forward
   passes included); machine-dependent.
+- **exact**: the exact expected return of the agent's greedy policy, from the env's
+  transition model under the same step cap (Blackjack, FrozenLake, Taxi, CliffWalking; not
+  for `random`); no sampling error.
 """
 
 
@@ -209,12 +222,13 @@ def write_report(
     """Write ``leaderboard.md`` (and ``leaderboard.png``) under ``output`` from all episodes
     recorded there on ``env_ids``: ``agents`` first, then any other agent an earlier run
     recorded (cells may hold different episode counts; their first seeds are shared)."""
-    from llmgym.bench.runner import load_rows
+    from llmgym.bench.runner import EXACT_FILE, load_rows
 
     output = Path(output)
     rows = load_rows(output)
+    exact = {(r["env_id"], r["agent"]): r["exact_return"] for r in load_rows(output, EXACT_FILE)}
     earlier = [r["agent"] for r in rows if r["env_id"] in env_ids]
-    stats = summarize(rows, env_ids, list(dict.fromkeys([*agents, *earlier])))
+    stats = summarize(rows, env_ids, list(dict.fromkeys([*agents, *earlier])), exact)
     text = f"# Leaderboard\n\nMade by `{command}`.\n\n{markdown_table(stats)}{NOTES}"
     (output / "leaderboard.md").write_text(text)
     if chart and stats:

@@ -5,6 +5,9 @@ lockstep batches (one ``act_batch`` call per step for all live episodes, which l
 policy batch its forward passes) and each finished episode is appended to
 ``<output>/episodes.jsonl`` at once, so an interrupted run loses nothing: rerunning the same
 command skips every episode already recorded, and a cell with none left is not even loaded.
+Where the env has a known transition model (``llmgym.agents.exact``) each cell also gets the
+exact expected return of the agent's greedy policy, once, in ``<output>/exact.jsonl`` (not for
+the random agent, which has no deterministic policy).
 
 Example:
     >>> import tempfile
@@ -14,6 +17,8 @@ Example:
     [(0, -13.0, 13, 1.0), (1, -13.0, 13, 1.0)]
     >>> run_bench(["Text-CliffWalking-v1"], ["optimal"], episodes=2, output=out)
     []
+    >>> [(r["agent"], r["exact_return"], r["horizon"]) for r in load_rows(out, EXACT_FILE)]
+    [('optimal', -13.0, 200)]
 """
 
 from __future__ import annotations
@@ -29,13 +34,14 @@ from llmgym.agents.registry import AgentError, TextAgent, check_agent_name, make
 from llmgym.bench.suites import episodes_for
 
 EPISODES_FILE = "episodes.jsonl"
+EXACT_FILE = "exact.jsonl"
 #: Called after each finished episode with its row (for progress bars).
 Callback = Callable[[dict[str, Any]], None]
 
 
-def load_rows(output: Path) -> list[dict[str, Any]]:
-    """Every episode row recorded under ``output`` (a torn last line is ignored)."""
-    path = Path(output) / EPISODES_FILE
+def load_rows(output: Path, name: str = EPISODES_FILE) -> list[dict[str, Any]]:
+    """Every row recorded in ``output/name`` (a torn last line is ignored)."""
+    path = Path(output) / name
     if not path.exists():
         return []
     rows = []
@@ -114,6 +120,27 @@ def run_episodes(
             live = [j for j in live if j not in {e for e, _ in ended}]
 
 
+def exact_row(env_id: str, agent_name: str, agent: TextAgent) -> dict[str, Any]:
+    """The exact expected return of ``agent``'s greedy policy on ``env_id`` as a row."""
+    from llmgym.agents.exact import agent_act, exact_value
+
+    result = exact_value(env_id, agent_act(agent))
+    return {
+        "env_id": env_id,
+        "agent": agent_name,
+        "exact_return": result.value,
+        "states": result.states,
+        "parse_rate": result.parse_rate,
+        "horizon": result.horizon,
+    }
+
+
+def _wants_exact(env_id: str, agent_name: str, done: set[tuple[str, str]]) -> bool:
+    from llmgym.agents.exact import supports_exact
+
+    return agent_name != "random" and (env_id, agent_name) not in done and supports_exact(env_id)
+
+
 def run_bench(
     env_ids: Sequence[str],
     agents: Sequence[str],
@@ -138,6 +165,7 @@ def run_bench(
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     done = {(r["env_id"], r["agent"], r["seed"]) for r in load_rows(output)}
+    exact_done = {(r["env_id"], r["agent"]) for r in load_rows(output, EXACT_FILE)}
     new_rows: list[dict[str, Any]] = []
     todo = pending_seeds(env_ids, agents, episodes, seed, done)
     with (output / EPISODES_FILE).open("a") as sink:
@@ -150,7 +178,8 @@ def run_bench(
                 on_episode(row)
 
         for (env_id, agent_name), seeds in todo.items():
-            if not seeds:
+            wants_exact = _wants_exact(env_id, agent_name, exact_done)
+            if not seeds and not wants_exact:
                 continue
             try:
                 agent = make_agent(agent_name, env_id, seed=seed)
@@ -162,4 +191,7 @@ def run_bench(
             if on_cell is not None:
                 on_cell(env_id, agent_name, len(seeds))
             run_episodes(env_id, agent, seeds, write, batch_size)
+            if wants_exact:
+                with (output / EXACT_FILE).open("a") as exact_sink:
+                    exact_sink.write(json.dumps(exact_row(env_id, agent_name, agent)) + "\n")
     return new_rows
