@@ -27,10 +27,12 @@ blackjack() {  # blackjack NAME ALGO SEED [ARGS...]
     --episodes-per-update 40 --eval-every 10 $HEAD "$@"
 }
 
+LAKE="--set train_backbone=false --set update_epochs=4 --set temperature=2.0 --set ent_coef=0.05"
+
 frozenlake() {  # frozenlake NAME SEED
   run "$1" Text-FrozenLake-v1 --algo ppo --seed "$2" --episodes 1000 --steps 1000000 \
     --episodes-per-update 40 --eval-every 5 --env-kwarg is_slippery=false \
-    --env-kwarg max_episode_steps=30 $HEAD
+    --env-kwarg max_episode_steps=30 $LAKE
 }
 
 ALL=(blackjack-ppo-s0 blackjack-ppo-s1 blackjack-ppo-s2 blackjack-grpo-s0 blackjack-sft-grpo-s0
@@ -49,7 +51,7 @@ for name in "${@:-${ALL[@]}}"; do
     frozenlake-noslip-ppo-s*) frozenlake "$name" "${name##*-s}" ;;
     frozenlake-slippery-ppo-s0)
       run "$name" Text-FrozenLake-v1 --algo ppo --seed 0 --steps 30000 --episodes-per-update 64 \
-        --eval-every 5 $HEAD --set gamma=0.99 ;;
+        --eval-every 5 $LAKE --set gamma=0.99 ;;
     *) echo "unknown run $name" >&2; exit 2 ;;
   esac
 done
