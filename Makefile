@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --quiet --disable-pip-version-check
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast demo lint clean
+.PHONY: install test test-fast test-fuzz demo lint clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -20,10 +20,14 @@ $(STAMP): pyproject.toml Makefile
 install: $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not fuzz"
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m "not slow and not fuzz"
+
+# 10^5 fuzzed answers through env.step (about 17 minutes on 2 cores).
+test-fuzz: $(STAMP)
+	$(PY) -m pytest -m fuzz
 
 demo: $(STAMP)
 	$(PY) examples/demo_blackjack.py
