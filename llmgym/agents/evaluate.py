@@ -19,6 +19,7 @@ import json
 import math
 import platform
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +121,19 @@ def evaluate(
                 else:
                     del slots[i]
     wall = time.perf_counter() - start
-    mean, ci95 = summarize(returns)
+    finite = [r for r in returns if math.isfinite(r)]
+    if not finite:
+        raise ValueError(
+            f"Every episode of {name} on {env_id} had a non-finite return; no mean to report."
+        )
+    if len(finite) < len(returns):
+        warnings.warn(
+            f"llmgym: {len(returns) - len(finite)} episode(s) had non-finite rewards and are "
+            "left out of the mean",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    mean, ci95 = summarize(finite)
     result = {
         "env_id": env_id,
         "agent": name,
@@ -130,7 +143,8 @@ def evaluate(
         "seed": seed,
         "mean_return": mean,
         "ci95": ci95,
-        "std_return": float(np.std(returns, ddof=1)) if episodes > 1 else 0.0,
+        "nonfinite_episodes": len(returns) - len(finite),
+        "std_return": float(np.std(finite, ddof=1)) if len(finite) > 1 else 0.0,
         "mean_length": float(np.mean(lengths)),
         "parse_rate": parsed / steps,
         "env_steps": steps,

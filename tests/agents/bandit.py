@@ -68,3 +68,29 @@ def register_contextual() -> str:
     if env_id not in gym.registry:
         gym.register(env_id, entry_point=ContextualBandit)
     return env_id
+
+
+class NaNBandit(TextBandit):
+    """``a`` pays 1, ``b`` 0, except that ``a`` pays NaN in episodes whose seed is a multiple
+    of 7 (a broken reward function)."""
+
+    def __init__(self):
+        super().__init__(good="a")
+        self.seed = 0
+
+    def reset(self, *, seed=None, options=None):
+        self.seed = seed or 0
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action: str):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if reward == 1.0 and self.seed % 7 == 0:
+            reward = float("nan")
+        return obs, reward, terminated, truncated, info
+
+
+def register_nan() -> str:
+    env_id = "LLMGymTest-NaNBandit-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=NaNBandit)
+    return env_id

@@ -923,16 +923,27 @@ class Trainer:
         self.episodes_done += len(episodes)
         if self.config.train_backbone:
             self.model.train()
-        self._refresh_head_features(episodes)
-        metrics = self.update(episodes)
-        self.adapt_entropy(metrics.get("charts/entropy"))
-        if self.config.sft_during_rl > 0:
-            metrics |= self._continued_sft(episodes)
+        clean = [e for e in episodes if math.isfinite(e.ret)]
+        nonfinite = sum(not math.isfinite(s.reward) for e in episodes for s in e.steps)
+        if nonfinite:
+            self._warn(
+                f"{nonfinite} non-finite reward(s) in this batch: their "
+                f"{len(episodes) - len(clean)} episode(s) are left out of the update",
+                key="nonfinite",
+            )
+        metrics: dict[str, Any] = {}
+        if clean:
+            self._refresh_head_features(clean)
+            metrics = self.update(clean)
+            self.adapt_entropy(metrics.get("charts/entropy"))
+            if self.config.sft_during_rl > 0:
+                metrics |= self._continued_sft(clean)
         self.iteration += 1
         return (
             metrics
             | rollout_metrics(episodes)
             | {
+                "llmgym/nonfinite_rewards": nonfinite,
                 "iteration": self.iteration,
                 "episodes": self.episodes_done,
                 "train/skipped_updates": self.skipped_updates,
@@ -1295,7 +1306,7 @@ def sequence_mean_logprob(out: Any, mode: str) -> Any:
 def rollout_metrics(episodes: list[Episode]) -> dict[str, Any]:
     """Return, length, parse rate, entropy and the action histogram of a batch of episodes."""
     steps = [s for e in episodes for s in e.steps]
-    returns = [e.ret for e in episodes]
+    returns = [e.ret for e in episodes if math.isfinite(e.ret)]
     names: Counter[str] = Counter(s.action for s in steps)
     n_valid = max((s.num_actions for s in steps), default=0)
     top, top_n = names.most_common(1)[0] if names else ("", 0)
@@ -1346,9 +1357,18 @@ def evaluate_policy(
     finally:
         cfg.greedy = old
     returns = [e.ret for e in episodes]
-    mean, ci = mean_ci95(returns)
+    finite = [r for r in returns if math.isfinite(r)]
+    if len(finite) < len(returns):
+        warnings.warn(
+            f"llmgym: {len(returns) - len(finite)} evaluation episode(s) had non-finite "
+            "rewards and are left out of the mean",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    mean, ci = mean_ci95(finite)
     steps = [s for e in episodes for s in e.steps]
     return {
+        "nonfinite_episodes": len(returns) - len(finite),
         "mean_return": mean,
         "ci95": ci,
         "episodes": len(episodes),
