@@ -10,7 +10,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LLMGYM=${LLMGYM:-.venv/bin/llmgym}
-HEAD="--set train_backbone=false --set update_epochs=4 --set temperature=2.0 --set ent_coef=0.05"
+# Blackjack: frozen LM + action head, sampling at temperature 2, rates annealed to 0 (the final
+# policy is otherwise the noise of its last batches); PPO's critic at the head's rate.
+HEAD="--set train_backbone=false --set update_epochs=4 --set temperature=2.0 --set ent_coef=0.05
+      --set anneal_lr=true"
 
 run() {  # run NAME ENV ARGS...
   local name=$1 env=$2; shift 2
@@ -27,12 +30,14 @@ blackjack() {  # blackjack NAME ALGO SEED [ARGS...]
     --episodes-per-update 40 --eval-every 10 $HEAD "$@"
 }
 
+# gamma < 1: with gamma = 1 a wall bump costs nothing, so the sampled (temperature 2) policy
+# succeeded while its greedy version looped (seed 2: training success 1.0, greedy value 0.0).
 LAKE="--set train_backbone=false --set update_epochs=4 --set temperature=2.0 --set ent_coef=0.05"
 
 frozenlake() {  # frozenlake NAME SEED
   run "$1" Text-FrozenLake-v1 --algo ppo --seed "$2" --episodes 1000 --steps 1000000 \
     --episodes-per-update 40 --eval-every 5 --env-kwarg is_slippery=false \
-    --env-kwarg max_episode_steps=30 $LAKE
+    --env-kwarg max_episode_steps=30 $LAKE --set gamma=0.95
 }
 
 ALL=(blackjack-ppo-s0 blackjack-ppo-s1 blackjack-ppo-s2 blackjack-grpo-s0 blackjack-sft-grpo-s0
@@ -40,14 +45,15 @@ ALL=(blackjack-ppo-s0 blackjack-ppo-s1 blackjack-ppo-s2 blackjack-grpo-s0 blackj
      frozenlake-slippery-ppo-s0)
 for name in "${@:-${ALL[@]}}"; do
   case $name in
-    blackjack-ppo-s*) blackjack "$name" ppo "${name##*-s}" ;;
+    blackjack-ppo-s*) blackjack "$name" ppo "${name##*-s}" --set value_lr=3e-3 ;;
     blackjack-grpo-s*) blackjack "$name" grpo "${name##*-s}" --set group_size=8 ;;
     blackjack-sft-grpo-s0)
       # RL after the SFT warm start: the head learns the expert's answers, then GRPO with a KL
       # anchor to the warm-started policy (the reference after SFT) must not undo it.
       run "$name" Text-Blackjack-v1 --algo grpo --seed 0 --sft auto --episodes 640 \
         --steps 1000000 --episodes-per-update 64 --eval-every 5 --set train_backbone=false \
-        --set group_size=8 --set beta=0.5 --set head_lr=3e-4 --set temperature=1.0 ;;
+        --set group_size=8 --set beta=0.5 --set head_lr=3e-4 --set temperature=1.0 \
+        --set anneal_lr=true ;;
     frozenlake-noslip-ppo-s*) frozenlake "$name" "${name##*-s}" ;;
     frozenlake-slippery-ppo-s0)
       run "$name" Text-FrozenLake-v1 --algo ppo --seed 0 --steps 30000 --episodes-per-update 64 \

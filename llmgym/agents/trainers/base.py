@@ -101,6 +101,9 @@ class TrainConfig:
     and each distinct prompt's features are computed once and reused (memoised)."""
     head_lr: float = 3e-3
     """Learning rate of the action head."""
+    anneal_lr: bool = False
+    """Decay every learning rate linearly to 0 over the budget (as CleanRL's PPO): the last
+    updates are small, so the final policy is not the noise of its last batches."""
     head_whiten_eps: float = 0.3
     """Ridge of the head's feature whitening, relative to the mean feature variance."""
     min_entropy: float = 0.05
@@ -583,7 +586,17 @@ class Trainer:
         for name, module in self.extra_modules.items():
             params = [p for p in module.parameters() if p.requires_grad]
             groups.append({"params": params, "lr": self.module_lr.get(name, lr)})
+        for group in groups:
+            group["initial_lr"] = group["lr"]
         return self.torch.optim.AdamW(groups, weight_decay=self.config.weight_decay)
+
+    def _anneal(self) -> None:
+        """``anneal_lr``: every group's rate at ``(1 - spent / budget)`` of its initial one."""
+        if not self.config.anneal_lr or not self.envs:
+            return
+        frac = max(0.0, 1.0 - self._spent() / max(self._budget(), 1))
+        for group in self.optimizer.param_groups:
+            group["lr"] = group["initial_lr"] * frac
 
     @property
     def ent_coef(self) -> float:
@@ -919,6 +932,7 @@ class Trainer:
     def train_on_episodes(self, episodes: list[Episode]) -> dict[str, Any]:
         """One update on finished episodes (collected by :meth:`collect` or handed in by
         ``llmgym.Agent``); advances the counters and returns the metrics."""
+        self._anneal()
         self.env_steps += sum(e.length for e in episodes)
         self.episodes_done += len(episodes)
         if self.config.train_backbone:

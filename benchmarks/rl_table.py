@@ -1,0 +1,43 @@
+"""The README's table of RL-from-scratch results, from the committed records in
+benchmarks/results/rl/*.json (made by benchmarks/rl_from_scratch.sh).
+
+    python benchmarks/rl_table.py
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+RECORDS = Path(__file__).parent / "results" / "rl"
+
+
+def describe_env(record: dict) -> str:
+    kwargs = {k: v for k, v in (record.get("env_kwargs") or {}).items() if k != "max_episode_steps"}
+    extra = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+    return f"{record['env_id']}" + (f" ({extra})" if extra else "")
+
+
+def row(name: str, record: dict) -> str:
+    value = f"{record['start_value']:+.4f} -> **{record['eval_value']:+.4f}**"
+    if record["eval_method"] != "exact":
+        value += f" ± {record['eval_ci95']:.3f}"
+    training = (
+        f"{record['episodes']} episodes, {record['env_steps']} env steps, "
+        f"{record['wall_s'] / 60:.1f} min"
+    )
+    return (
+        f"| {describe_env(record)} | {record['algo']} | {record['sft']} | {training} | {value} "
+        f"| {record['eval_method']} | `{name}` |"
+    )
+
+
+def main() -> None:
+    print("| env | algo | SFT | training | start -> final (greedy) | evaluation | record |")
+    print("|---|---|---|---|---|---|---|")
+    for path in sorted(RECORDS.glob("*.json")):
+        print(row(path.stem, json.loads(path.read_text())))
+
+
+if __name__ == "__main__":
+    main()
