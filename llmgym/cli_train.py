@@ -178,6 +178,10 @@ def train(
         "wall_s": round(wall, 1),  # this invocation only (a resumed run adds to earlier ones)
         "eval_method": final.get("method", "sampled"),
         "start_value": start_value["mean_return"],
+        # The same evaluation right after the SFT warm start (the RL run's own starting point).
+        "sft_value": trainer.first_eval["mean_return"]
+        if config.sft != "none" and trainer.first_eval
+        else None,
         "eval_value": final["mean_return"],
         "eval_ci95": final["ci95"],
         "weights": str(weights),

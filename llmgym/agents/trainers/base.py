@@ -488,6 +488,7 @@ class Trainer:
         self.ent_boost = 0.0  # added to the entropy bonus while entropy is below min_entropy
         self._ref_head: Any = None  # the action head frozen at the last reference refresh
         self.features_frozen = False  # after SFT the head keeps the demos' feature map
+        self.first_eval: dict[str, Any] | None = None  # the iteration-0 evaluation of train()
         if self.policy.head is not None:
             self.extra_modules["action_head"] = self.policy.head
             self.module_lr["action_head"] = config.head_lr
@@ -879,6 +880,7 @@ class Trainer:
                 if cfg.sft != "none":
                     metrics |= self.sft_warm_start()
                 ev = self.evaluate()
+                self.first_eval = ev  # after the SFT warm start, when there is one
                 metrics |= _eval_metrics(ev) | {"perf/eval_s": time.perf_counter() - start}
                 self.logger.log(metrics, self.env_steps)
                 _write(pbar, f"iter 0: eval return {ev['mean_return']:.3f}")
