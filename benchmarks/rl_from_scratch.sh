@@ -45,6 +45,9 @@ ALL=(blackjack-ppo-s0 blackjack-ppo-s1 blackjack-ppo-s2 blackjack-grpo-s0 blackj
      frozenlake-slippery-ppo-s0)
 for name in "${@:-${ALL[@]}}"; do
   case $name in
+    blackjack-ppo-long-s0)  # the same recipe with 4x the budget: where does the curve go?
+      run "$name" Text-Blackjack-v1 --algo ppo --seed 0 --episodes 8000 --steps 1000000 \
+        --episodes-per-update 40 --eval-every 20 $HEAD --set value_lr=3e-3 ;;
     blackjack-ppo-s*) blackjack "$name" ppo "${name##*-s}" --set value_lr=3e-3 ;;
     blackjack-grpo-s*) blackjack "$name" grpo "${name##*-s}" --set group_size=8 ;;
     blackjack-sft-grpo-s0)
