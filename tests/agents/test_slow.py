@@ -38,5 +38,9 @@ def test_embedded_model_acts_on_blackjack_in_both_modes(monkeypatch):
     env.reset(seed=0)
     for sample in generate.act(obs, infos):
         assert sample.text.startswith(PREFILL) and sample.completion_ids
-        assert env.step(sample.text)[-1]["parse"]["ok"], sample.text
+        # Without an example action in the prompt the zero-shot model's free answer need not
+        # name a valid action; the env must still step it and say how it was read.
+        parse = env.step(sample.text)[-1]["parse"]
+        assert parse["method"] in ("json", "regex", "fuzzy", "fallback"), sample.text
+        assert parse["ok"] == (parse["method"] != "fallback")
         env.reset(seed=0)
