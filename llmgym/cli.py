@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 import llmgym
-from llmgym import cli_bench, cli_eval, cli_train
+from llmgym import cli_bench, cli_eval, cli_serve, cli_train
 
 app = typer.Typer(
     help="Turn Gymnasium envs into language envs; evaluate and train LLM agents in them.",
@@ -123,6 +123,7 @@ def play(
 cli_eval.register(app)
 cli_bench.register(app)
 cli_train.register(app)  # train, plot
+cli_serve.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:
