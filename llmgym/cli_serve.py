@@ -43,6 +43,7 @@ def _bind(host: str, port: int) -> socket.socket:
         raise _fail(
             f"Cannot listen on {host}:{port} ({error.strerror}); pick another --host or --port."
         ) from None
+    sock.listen(2048)  # connections queue until uvicorn accepts them
     return sock
 
 
