@@ -1,0 +1,100 @@
+"""``llmgym serve ENV_ID``: any text env as an OpenEnv server (extra ``[openenv]``).
+
+Clients (OpenEnv's ``EnvClient``, TRL/Unsloth/verifiers through OpenEnv) connect over
+WebSocket (``/ws``); each connection gets its own env, at most ``--max-sessions`` at once.
+Requests are bounded (1 MiB WebSocket messages, 64 KiB HTTP headers and bodies in flight,
+a cap on open connections); ``--stop-after`` makes the server stop itself (tests, CI).
+
+Example:
+    >>> import typer
+    >>> from typer.testing import CliRunner
+    >>> app = typer.Typer()
+    >>> register(app)
+    >>> result = CliRunner().invoke(app, ["Text-Nope-v0"])
+    >>> result.exit_code, "Unknown environment" in result.output
+    (2, True)
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import typer
+
+from llmgym.cli_checks import fail
+
+MAX_MESSAGE_BYTES = 1 << 20
+MAX_HTTP_BYTES = 1 << 16
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise fail(
+            f"Cannot listen on {host}:{port} ({error.strerror}); pick another --host or --port."
+        ) from None
+    sock.listen(2048)  # connections queue until uvicorn accepts them
+    return sock
+
+
+def serve_command(
+    env_id: str = typer.Argument(..., help="A text env id, e.g. Text-Blackjack-v1."),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on (0.0.0.0: every interface)."),
+    port: int = typer.Option(8000, min=0, max=65535, help="Port (0: any free port)."),
+    max_sessions: int = typer.Option(4, min=1, help="Concurrent sessions (one env each)."),
+    stop_after: float = typer.Option(
+        0.0, min=0.0, help="Stop by itself after this many seconds (0: run until Ctrl-C)."
+    ),
+) -> None:
+    """Serve a text env over OpenEnv's HTTP/WebSocket protocol."""
+    try:
+        import uvicorn
+
+        from llmgym.integrations.openenv import create_server_app
+    except ImportError as error:
+        raise fail(
+            f"llmgym serve needs the openenv extra ({error.name} is missing): "
+            "pip install 'llmgym[openenv]'."
+        ) from None
+    try:
+        app = create_server_app(env_id, max_sessions=max_sessions)
+    except ValueError as error:
+        raise fail(str(error)) from None
+    sock = _bind(host, port)
+    bound_port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=bound_port,
+        log_level="warning",
+        ws_max_size=MAX_MESSAGE_BYTES,
+        h11_max_incomplete_event_size=MAX_HTTP_BYTES,
+        limit_concurrency=4 * max_sessions + 16,
+        timeout_keep_alive=5,
+    )
+    server = uvicorn.Server(config)
+    if stop_after:
+        timer = threading.Timer(stop_after, lambda: setattr(server, "should_exit", True))
+        timer.daemon = True
+        timer.start()
+    shown = f"[{host}]" if ":" in host else host
+    print(
+        f"Serving {env_id} on http://{shown}:{bound_port} (OpenEnv; at most {max_sessions} "
+        "sessions). Ctrl-C stops.",
+        flush=True,
+    )
+    server.run(sockets=[sock])
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` to ``app``."""
+    app.command("serve")(serve_command)
+
+
+__all__ = ["register", "serve_command"]

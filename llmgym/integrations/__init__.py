@@ -1,0 +1,28 @@
+"""Adapters to other ecosystems: TRL's ``GRPOTrainer`` (``trl``), an OpenEnv server (``openenv``).
+
+Each module imports its framework lazily: ``import llmgym.integrations`` needs neither.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def make_text_env(env_id: str, **make_kwargs: Any) -> Any:
+    """``gym.make(env_id)`` for a registered text env, with a one-sentence error otherwise.
+
+    Example:
+        >>> make_text_env("Text-Nope-v0")
+        Traceback (most recent call last):
+        ...
+        ValueError: Unknown environment 'Text-Nope-v0'; run `llmgym envs` to list the text envs.
+    """
+    import gymnasium as gym
+
+    import llmgym  # noqa: F401  (registers the Text-* envs)
+
+    if env_id not in gym.registry:
+        raise ValueError(
+            f"Unknown environment {env_id!r}; run `llmgym envs` to list the text envs."
+        )
+    return gym.make(env_id, **make_kwargs)
