@@ -294,7 +294,9 @@ def plot(curves: list[Curve], settings: dict[str, Setting], envs: list[str], pat
 def load_sb3(path: Path, envs: list[str]) -> list[Curve]:
     """SB3 curves of an earlier run of this script (to add LLM curves without retraining)."""
     data = json.loads(path.read_text())
-    return [Curve(**c) for c in data["curves"] if c["agent"].startswith("sb3-") and c["env_id"] in envs]
+    return [
+        Curve(**c) for c in data["curves"] if c["agent"].startswith("sb3-") and c["env_id"] in envs
+    ]
 
 
 def main() -> None:

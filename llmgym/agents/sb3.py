@@ -417,8 +417,9 @@ class LearningCurve:
         """Env steps of the first evaluation at or above ``target`` (None: never reached).
 
         Example:
-            >>> LearningCurve("E", "ppo", 0, {}, [0, 10, 20], [0.1, 0.5, 0.9], 1, 1).steps_to_reach(0.5)
-            10
+            >>> curve = LearningCurve("E", "ppo", 0, {}, [0, 10, 20], [0.1, 0.5, 0.9], 1, 1)
+            >>> curve.steps_to_reach(0.5), curve.steps_to_reach(2.0)
+            (10, None)
         """
         return next((s for s, v in zip(self.env_steps, self.values) if v >= target - tol), None)
 
@@ -475,7 +476,13 @@ def learning_curve(
     if steps[-1] < model.num_timesteps:
         record(model.num_timesteps)
     return LearningCurve(
-        base_id, algo, seed, env_kwargs, steps, values, round(train_seconds, 2),
+        base_id,
+        algo,
+        seed,
+        env_kwargs,
+        steps,
+        values,
+        round(train_seconds, 2),
         round(eval_seconds, 2),
     )
 
