@@ -90,6 +90,21 @@ class Curve:
         hit = (s for s, v in zip(self.env_steps, self.values) if v >= target - 1e-9)
         return next(hit, None)
 
+    def steps_to_stay(self, target: float) -> int | None:
+        """Env steps of the first evaluation from which every later one is at or above
+        ``target`` (None: the last one is below it).
+
+        Example:
+            >>> Curve("E", "a", 0, [0, 5, 9, 12], [1.0, 0.0, 1.0, 1.0], "").steps_to_stay(1.0)
+            9
+        """
+        stay = None
+        for step, value in zip(reversed(self.env_steps), reversed(self.values)):
+            if value < target - 1e-9:
+                break
+            stay = step
+        return stay
+
 
 # ---------------------------------------------------------------------------- evaluation
 def make_eval_fn(env_id: str, setting: Setting):
@@ -192,12 +207,14 @@ def read_llm_curve(env_id: str, source: str) -> Curve:
     csv_path: Path | None = None
     if path.is_dir():
         csv_path = path / "metrics.csv"
-        config = path / "config.json"
-        if config.is_file():
-            meta = json.loads(config.read_text())
+        run = path / "run.json"  # written by `llmgym train`: the TrainConfig and the algo
+        if run.is_file():
+            info = json.loads(run.read_text())
+            meta = {**info.get("config", {}), "algo": info.get("algo")}
     elif path.suffix == ".json":
         record = json.loads(path.read_text())
-        meta = record
+        # A record's eval_episodes are the final evaluation's, not the periodic ones'.
+        meta = {k: v for k, v in record.items() if k != "eval_episodes"}
         beside = path.with_suffix(".csv")
         csv_path = beside if beside.is_file() else None
     elif path.suffix == ".csv":
@@ -213,7 +230,7 @@ def read_llm_curve(env_id: str, source: str) -> Curve:
     else:
         raise ValueError(f"{source}: no metrics CSV beside it and no start/eval values in it.")
     keys = ("algo", "mode", "seed", "eval_method", "eval_episodes", "train_backbone", "sft")
-    kept = {k: meta[k] for k in keys if k in meta}
+    kept = {k: meta[k] for k in keys if k in meta} | {"name": path.stem}
     label = f"llm-{kept.get('algo', 'run')}"
     return Curve(env_id, label, kept.get("seed"), steps, values, source, kept)
 
@@ -221,6 +238,8 @@ def read_llm_curve(env_id: str, source: str) -> Curve:
 def check_llm_eval(curve: Curve, setting: Setting) -> str | None:
     """A warning when the LLM run was evaluated differently from the SB3 curves."""
     method = curve.meta.get("eval_method")
+    if method is None and "eval_episodes" not in curve.meta:
+        return f"{curve.source}: how the run was evaluated is unknown (no run.json or record)."
     if setting.exact and method not in (None, "exact", "auto"):
         return f"{curve.source}: eval_method {method}, the SB3 curves use exact evaluation."
     episodes = curve.meta.get("eval_episodes")
@@ -250,16 +269,19 @@ def table(curves: list[Curve], settings: dict[str, Setting], envs: list[str]) ->
                 continue
             parts = []
             for c in runs:
-                hit = c.steps_to_reach(setting.target)
-                last = f"{c.values[-1]:.3g}"
-                parts.append(f"{hit:,}" if hit is not None else f">{c.env_steps[-1]:,} ({last})")
+                hit, stay = c.steps_to_reach(setting.target), c.steps_to_stay(setting.target)
+                if hit is None:
+                    parts.append(f">{c.env_steps[-1]:,} ({c.values[-1]:.3g})")
+                else:
+                    parts.append(f"{hit:,}/{f'{stay:,}' if stay is not None else '-'}")
             cells.append(", ".join(parts))
         lines.append(f"| {env_id} | {setting.target:g} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def plot(curves: list[Curve], settings: dict[str, Setting], envs: list[str], path: Path) -> None:
-    """One panel per env: value vs env steps (symmetric-log x: linear below 100)."""
+    """One panel per env: value vs env steps (symmetric-log x: linear below 100), each
+    evaluation held until the next (steps)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -275,7 +297,15 @@ def plot(curves: list[Curve], settings: dict[str, Setting], envs: list[str], pat
             label = None if c.agent in labelled else c.agent
             labelled.add(c.agent)
             width = 2.0 if c.agent.startswith("llm") else 1.2
-            ax.plot(c.env_steps, c.values, color=color, alpha=0.75, lw=width, label=label)
+            ax.plot(
+                c.env_steps,
+                c.values,
+                color=color,
+                alpha=0.75,
+                lw=width,
+                label=label,
+                drawstyle="steps-post",
+            )
         ax.axhline(setting.target, color="k", ls="--", lw=0.8, label=f"target {setting.target:g}")
         ax.set_xscale("symlog", linthresh=100)
         ax.set_xlim(left=0)
@@ -349,9 +379,10 @@ def main() -> None:
     start = time.perf_counter()
     if args.sb3_from:
         sb3 = load_sb3(args.sb3_from, args.envs)
+        sb3_wall = json.loads(args.sb3_from.read_text()).get("sb3_wall_s")
     else:
         sb3 = sb3_curves(args.envs, settings, args.algos, args.seeds)
-    sb3_wall = time.perf_counter() - start
+        sb3_wall = round(time.perf_counter() - start, 1)
     curves = llm + sb3
     report = {
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
@@ -362,11 +393,19 @@ def main() -> None:
             "sampled": "greedy mean return over eval_episodes episodes, seeds 1_000_000 + i",
         },
         "sb3_seeds": args.seeds,
-        "sb3_wall_s": round(sb3_wall, 1) if not args.sb3_from else None,
+        "sb3_wall_s": sb3_wall,
         "sb3_from": str(args.sb3_from) if args.sb3_from else None,
         "steps_to_target": {
             env_id: {
                 f"{c.agent}:{c.seed}:{c.source}": c.steps_to_reach(settings[env_id].target)
+                for c in curves
+                if c.env_id == env_id
+            }
+            for env_id in args.envs
+        },
+        "steps_to_stay_at_target": {
+            env_id: {
+                f"{c.agent}:{c.seed}:{c.source}": c.steps_to_stay(settings[env_id].target)
                 for c in curves
                 if c.env_id == env_id
             }
@@ -377,7 +416,11 @@ def main() -> None:
     }
     text = table(curves, settings, args.envs)
     report["table"] = text
-    print("\nEnv steps to reach the target (per run; '>N (v)': not reached, final value v)")
+    print(
+        "\nEnv steps to reach the target, per run: 'first/stays' = first evaluation at or above"
+        " it / first from which all later ones are ('-': falls back below); '>N (v)': not"
+        " reached in N steps, final value v"
+    )
     print(text)
     for warning in warnings:
         print(f"warning: {warning}")

@@ -48,7 +48,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
 }
 COMMON = {"update_epochs": 4, "temperature": 2.0, "ent_coef": 0.05, "head_lr": 3e-3}
 #: Episodes per iteration: Blackjack episodes last ~1.5 steps, CartPole ones ~20.
-EPISODES = {"Text-Blackjack-v1": 32, "Text-CartPole-v1": 8}
+EPISODES = {"Text-Blackjack-v1": 32, "Text-CartPole-v1": 4}
 #: TrainConfig fields copied into the results.
 REPORTED_FIELDS = (
     "mode",
