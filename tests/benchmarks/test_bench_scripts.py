@@ -24,11 +24,10 @@ def _run(script: str, *args: str) -> None:
 
 
 def _fake_run(path: Path, env_id: str) -> Path:
-    """A run directory as `llmgym train` leaves it: config.json and metrics.csv."""
+    """A run directory as `llmgym train` leaves it: run.json and metrics.csv."""
     path.mkdir()
-    (path / "config.json").write_text(
-        json.dumps({"env_id": env_id, "algo": "ppo", "seed": 0, "eval_method": "auto"})
-    )
+    config = {"env_id": env_id, "seed": 0, "eval_method": "auto", "eval_episodes": 100}
+    (path / "run.json").write_text(json.dumps({"config": config, "algo": "ppo"}))
     rows = [
         {"env_steps": 0, "eval/mean_return": -0.4, "final_eval/mean_return": ""},
         {"env_steps": 50, "eval/mean_return": "", "final_eval/mean_return": ""},
