@@ -1,0 +1,295 @@
+"""Training throughput: env steps per second of whole PPO iterations (act + update) with the
+embedded SmolLM2-135M, and the share of the FLOP ceiling they reach.
+
+Three configurations on Text-Blackjack-v1 and Text-CartPole-v1, each in its own process:
+
+* ``score-head``: score mode, frozen backbone, only the action head (and the value head)
+  learns (``train_backbone=false``; features memoised per prompt);
+* ``score-lora-head``: score mode, LoRA in the last ``lora_layers`` layers plus the head;
+* ``generate-lora``: generate mode, LoRA (generate mode has no action head).
+
+Each iteration runs ``trainer.run_iteration()`` (collect ``episodes_per_update`` episodes,
+one PPO update; no evaluation, no checkpoint). Tokens are counted two ways: the policy's
+``stats`` while acting (prompt tokens run through the model + generated tokens), and a hook on
+the model's forward that counts every non-padding position it computes, split into acting and
+update, with and without gradient. FLOPs: forward ``2 x params x tokens``; backward twice the
+forward of the layers the gradient flows through (``4 x span_params x grad_tokens``, where
+the span is the LoRA layers and the layers above them; none when the backbone is frozen).
+The ceiling is an fp32 GEMM peak measured in the same run. Writes
+``benchmarks/results/train_throughput.json`` and prints a markdown table.
+
+    python benchmarks/train_throughput.py --iterations 2   # ~10 min on a 2-core CPU
+    python benchmarks/train_throughput.py --quick          # tiny random model, smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from throughput import gemm_peak, machine  # noqa: E402
+
+RESULTS = Path(__file__).parent / "results" / "train_throughput.json"
+ENVS = ("Text-Blackjack-v1", "Text-CartPole-v1")
+#: name -> TrainConfig overrides (the head-only recipe of the RL runs: update_epochs=4,
+#: temperature 2, ent_coef 0.05).
+CONFIGS: dict[str, dict[str, Any]] = {
+    "score-head": {"mode": "score", "train_backbone": False, "action_head": True},
+    "score-lora-head": {"mode": "score", "train_backbone": True, "action_head": True},
+    "generate-lora": {"mode": "generate", "train_backbone": True, "action_head": False},
+}
+COMMON = {"update_epochs": 4, "temperature": 2.0, "ent_coef": 0.05, "head_lr": 3e-3}
+#: Episodes per iteration: Blackjack episodes last ~1.5 steps, CartPole ones ~20.
+EPISODES = {"Text-Blackjack-v1": 32, "Text-CartPole-v1": 4}
+#: TrainConfig fields copied into the results.
+REPORTED_FIELDS = (
+    "mode",
+    "train_backbone",
+    "action_head",
+    "lora",
+    "lora_r",
+    "lora_layers",
+    "num_envs",
+    "episodes_per_update",
+    "update_epochs",
+    "micro_batch_size",
+    "minibatch_size",
+    "prefix_cache_grad",
+    "max_new_tokens",
+)
+
+
+class TokenCounter:
+    """Counts the non-padding positions each forward of ``model`` computes, by phase and by
+    whether autograd records it."""
+
+    def __init__(self, model: Any) -> None:
+        import torch
+
+        self.torch = torch
+        self.phase = "act"
+        self.counts: dict[str, int] = {}
+        self.handle = model.register_forward_pre_hook(self._hook, with_kwargs=True)
+
+    def _hook(self, module: Any, args: tuple, kwargs: dict) -> None:
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        if ids is None:
+            ids = kwargs["inputs_embeds"][..., 0]
+        mask = kwargs.get("attention_mask")
+        width = ids.shape[1]
+        real = int(mask[:, -width:].sum()) if mask is not None else int(ids.numel())
+        grad = "grad" if self.torch.is_grad_enabled() else "nograd"
+        self._add(f"{self.phase}_{grad}", real)  # tokens (padding left out)
+        self._add(f"{self.phase}_computed", int(ids.numel()))  # positions, padding included
+
+    def _add(self, key: str, n: int) -> None:
+        self.counts[key] = self.counts.get(key, 0) + n
+
+
+def span_params(model: Any, lora_layers: int) -> int:
+    """Parameters of the layers a LoRA gradient flows back through: the adapted (last
+    ``lora_layers``) decoder layers and the final norm."""
+    layers = model.model.layers
+    first = len(layers) - lora_layers if 0 < lora_layers < len(layers) else 0
+    modules = list(layers[first:]) + [model.model.norm]
+    return sum(p.numel() for m in modules for p in m.parameters())
+
+
+def phase(env_id: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Build the trainer, run ``args.iterations`` iterations, return the measurements."""
+    import torch
+
+    from llmgym.agents.trainers import make_trainer
+
+    torch.set_num_threads(args.threads)
+    episodes = args.episodes or EPISODES[env_id]
+    start = time.perf_counter()
+    trainer = make_trainer(
+        "ppo",
+        env_id=env_id,
+        model=args.model,
+        device="cpu",
+        num_envs=min(8, episodes),
+        episodes_per_update=episodes,
+        total_env_steps=10**9,
+        eval_every=0,
+        checkpoint_every=0,
+        progress=False,
+        num_threads=args.threads,
+        output_dir=str(Path(args.workdir) / f"{env_id}-{name}"),
+        seed=0,
+        **COMMON,
+        **CONFIGS[name],
+    )
+    setup_s = time.perf_counter() - start
+    cfg = trainer.config
+    base = (
+        trainer.model.get_base_model()
+        if hasattr(trainer.model, "get_base_model")
+        else trainer.model
+    )
+    params = sum(p.numel() for p in base.parameters())
+    counter = TokenCounter(base)
+    collect = trainer.collect
+    stats_act = dict.fromkeys(trainer.policy.stats, 0)
+
+    def counted_collect() -> Any:
+        counter.phase = "act"
+        before = dict(trainer.policy.stats)
+        try:
+            return collect()
+        finally:
+            for k, v in trainer.policy.stats.items():
+                stats_act[k] += v - before[k]
+            counter.phase = "update"
+
+    trainer.collect = counted_collect
+    iterations = []
+    for _ in range(args.iterations):
+        steps_before = trainer.env_steps
+        metrics = trainer.run_iteration()
+        iterations.append(
+            {
+                "env_steps": trainer.env_steps - steps_before,
+                "act_s": metrics["perf/rollout_s"],
+                "update_s": metrics["perf/update_s"],
+                "iteration_s": metrics["perf/iteration_s"],
+                "update_epochs_run": metrics.get("losses/epochs"),
+            }
+        )
+    counter.handle.remove()
+    trained_span = span_params(base, cfg.lora_layers) if cfg.train_backbone else 0
+    return {
+        "env_id": env_id,
+        "config": name,
+        "train_config": {k: getattr(cfg, k) for k in REPORTED_FIELDS},
+        "setup_s": setup_s,
+        "iterations": iterations,
+        "params": params,
+        "trainable_params": sum(p.numel() for p in trainer.trainable_parameters()),
+        "backward_span_params": trained_span,
+        "policy_stats_act": stats_act,
+        "tokens": dict(counter.counts),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def summarize(r: dict[str, Any], peak: float) -> dict[str, Any]:
+    """Rates and FLOP shares of one configuration's measurements."""
+    its = r["iterations"]
+    steps = sum(i["env_steps"] for i in its)
+    act_s, update_s = sum(i["act_s"] for i in its), sum(i["update_s"] for i in its)
+    wall = act_s + update_s
+    t = r["tokens"]
+    s = r["policy_stats_act"]
+    act_tokens_stats = s["prompt_tokens"] + s["generated_tokens"]
+    act_tokens = t.get("act_grad", 0) + t.get("act_nograd", 0)
+    update_fwd = t.get("update_grad", 0) + t.get("update_nograd", 0)
+    grad_tokens = t.get("update_grad", 0) if r["backward_span_params"] else 0
+    fwd_flops = 2 * r["params"] * (act_tokens + update_fwd)
+    bwd_flops = 4 * r["backward_span_params"] * grad_tokens
+    gflops = (fwd_flops + bwd_flops) / wall / 1e9
+    return {
+        "env_steps": steps,
+        "env_steps_per_s": steps / wall,
+        "act_env_steps_per_s": steps / act_s,
+        "update_share_of_time": update_s / wall,
+        "act_tokens_per_step_stats": act_tokens_stats / steps,
+        "act_tokens_per_step_hook": act_tokens / steps,
+        "cached_prompt_tokens_per_step": s["cached_tokens"] / steps,
+        "update_forward_tokens_per_step": update_fwd / steps,
+        "update_backward_tokens_per_step": grad_tokens / steps,
+        "model_gflop_per_s": gflops,
+        "flop_ceiling_fraction": gflops / peak,
+        "act_gflop_per_s": 2 * r["params"] * act_tokens / act_s / 1e9,
+        "update_gflop_per_s": (2 * r["params"] * update_fwd + bwd_flops)
+        / max(update_s, 1e-9)
+        / 1e9,
+    }
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The markdown table printed and stored in the JSON."""
+    lines = [
+        "| env | config | steps/s | act steps/s | update share | act tok/step | upd fwd tok/step "
+        "| upd bwd tok/step | GFLOP/s | of peak | RSS MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        s = r["summary"]
+        lines.append(
+            f"| {r['env_id']} | {r['config']} | {s['env_steps_per_s']:.2f} | "
+            f"{s['act_env_steps_per_s']:.2f} | {100 * s['update_share_of_time']:.0f} % | "
+            f"{s['act_tokens_per_step_stats']:.1f} | {s['update_forward_tokens_per_step']:.1f} | "
+            f"{s['update_backward_tokens_per_step']:.1f} | {s['model_gflop_per_s']:.1f} | "
+            f"{100 * s['flop_ceiling_fraction']:.1f} % | {r['peak_rss_mb']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Training throughput of llmgym's PPO.")
+    parser.add_argument("--iterations", type=int, default=2)
+    parser.add_argument("--envs", nargs="+", default=list(ENVS), choices=list(ENVS))
+    parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    parser.add_argument("--episodes", type=int, default=0, help="Episodes per iteration.")
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="Tiny random model, 1 iteration.")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--workdir", default="/tmp/llmgym-train-throughput")
+    parser.add_argument("--phase", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.quick:
+        args.model, args.iterations, args.episodes = "tiny", 1, args.episodes or 2
+    if args.phase:
+        env_id, name = args.phase.split(":")
+        print(json.dumps(phase(env_id, name, args)))
+        return
+
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    described = machine(args.threads)
+    peaks = [gemm_peak(args.threads)]
+    rows = []
+    for env_id in args.envs:
+        for name in args.configs:
+            command = [sys.executable, __file__, "--phase", f"{env_id}:{name}", *sys.argv[1:]]
+            done = subprocess.run(command, check=True, capture_output=True, text=True, env=env)
+            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            peaks.append(gemm_peak(args.threads))
+            print(f"{env_id} {name}: {rows[-1]['iterations']}", flush=True)
+    peak = max(peaks)
+    for r in rows:
+        r["summary"] = summarize(r, peak)
+    text = table(rows)
+    report = {
+        "model": args.model,
+        "algo": "ppo",
+        "machine": described,
+        "gemm_peak_gflop_per_s": peak,
+        "gemm_peaks_measured": peaks,
+        "flop_model": (
+            "forward 2 x params x tokens (acting and update, non-padding positions); backward "
+            "4 x backward_span_params x update tokens with gradient (LoRA: its layers and those "
+            "above; frozen backbone: none). Action/value heads are not counted."
+        ),
+        "settings": vars(args) | {"output": str(args.output), "common": COMMON},
+        "table": text,
+        "results": rows,
+    }
+    print(f"{args.model}; {described}; fp32 GEMM peak {peak:.0f} GFLOP/s")
+    print(text)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""Smoke runs of the benchmark scripts (tiny model, tiny budgets): each writes its JSON with
+the expected keys and sane values. No wall-clock assertions."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "benchmarks"
+
+
+def _run(script: str, *args: str) -> None:
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    command = [sys.executable, str(BENCH / script), *args]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def _fake_run(path: Path, env_id: str) -> Path:
+    """A run directory as `llmgym train` leaves it: run.json and metrics.csv."""
+    path.mkdir()
+    config = {"env_id": env_id, "seed": 0, "eval_method": "auto", "eval_episodes": 100}
+    (path / "run.json").write_text(json.dumps({"config": config, "algo": "ppo"}))
+    rows = [
+        {"env_steps": 0, "eval/mean_return": -0.4, "final_eval/mean_return": ""},
+        {"env_steps": 50, "eval/mean_return": "", "final_eval/mean_return": ""},
+        {"env_steps": 120, "eval/mean_return": -0.1, "final_eval/mean_return": ""},
+        {"env_steps": 300, "eval/mean_return": "", "final_eval/mean_return": -0.05},
+    ]
+    with (path / "metrics.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def test_sample_efficiency_quick_writes_curves_table_and_plot(tmp_path):
+    run = _fake_run(tmp_path / "run", "Text-Blackjack-v1")
+    out = tmp_path / "se.json"
+    _run(
+        "sample_efficiency.py",
+        "--quick",
+        "--envs",
+        "Text-Blackjack-v1",
+        "Text-CartPole-v1",
+        "--seeds",
+        "0",
+        "--llm",
+        f"Text-Blackjack-v1={run}",
+        "--output",
+        str(out),
+    )
+    report = json.loads(out.read_text())
+    assert {"settings", "curves", "steps_to_target", "table", "warnings"} <= set(report)
+    assert out.with_suffix(".png").stat().st_size > 0
+    agents = {(c["env_id"], c["agent"]) for c in report["curves"]}
+    assert agents == {
+        ("Text-Blackjack-v1", "llm-ppo"),
+        ("Text-Blackjack-v1", "sb3-ppo"),
+        ("Text-Blackjack-v1", "sb3-dqn"),
+        ("Text-CartPole-v1", "sb3-ppo"),
+        ("Text-CartPole-v1", "sb3-dqn"),
+    }
+    llm = next(c for c in report["curves"] if c["agent"] == "llm-ppo")
+    assert llm["env_steps"] == [0, 120, 300] and llm["values"] == [-0.4, -0.1, -0.05]
+    assert report["steps_to_target"]["Text-Blackjack-v1"][f"llm-ppo:0:{run}"] == 300
+    for curve in report["curves"]:
+        assert curve["env_steps"][0] == 0 and curve["env_steps"] == sorted(curve["env_steps"])
+        if curve["agent"].startswith("sb3-"):
+            assert curve["env_steps"][-1] >= 600  # the quick budget
+            lo, hi = (-1.0, 1.5) if "Blackjack" in curve["env_id"] else (1.0, 500.0)
+            assert all(lo <= v <= hi for v in curve["values"])
+
+    # The SB3 curves are reused, not retrained, when LLM curves are added later.
+    again = tmp_path / "again.json"
+    _run(
+        "sample_efficiency.py",
+        "--envs",
+        "Text-Blackjack-v1",
+        "--sb3-from",
+        str(out),
+        "--llm",
+        f"Text-Blackjack-v1={run / 'metrics.csv'}",
+        "--output",
+        str(again),
+    )
+    reused = json.loads(again.read_text())
+    old = [c for c in report["curves"] if c["env_id"] == "Text-Blackjack-v1"]
+    new = [c for c in reused["curves"] if c["agent"].startswith("sb3-")]
+    assert [c["values"] for c in new] == [c["values"] for c in old if c["source"] == "sb3"]
+
+
+def test_train_throughput_quick_writes_every_configuration(tmp_path):
+    out = tmp_path / "tt.json"
+    _run(
+        "train_throughput.py",
+        "--quick",
+        "--envs",
+        "Text-Blackjack-v1",
+        "--output",
+        str(out),
+        "--workdir",
+        str(tmp_path / "runs"),
+    )
+    report = json.loads(out.read_text())
+    assert {"gemm_peak_gflop_per_s", "flop_model", "table", "results", "machine"} <= set(report)
+    assert report["gemm_peak_gflop_per_s"] > 0
+    rows = {r["config"]: r for r in report["results"]}
+    assert set(rows) == {"score-head", "score-lora-head", "generate-lora"}
+    for name, row in rows.items():
+        s = row["summary"]
+        assert s["env_steps"] > 0 and s["env_steps_per_s"] > 0
+        assert 0 < s["flop_ceiling_fraction"]
+        # The forward hook and the policy's own counters agree on acting tokens (generate
+        # mode feeds back every generated token but the last).
+        assert s["act_tokens_per_step_hook"] == pytest.approx(
+            s["act_tokens_per_step_stats"], rel=0.1
+        )
+        assert f"| {name} |" in report["table"]
+    # Head-only: the frozen backbone is memoised, so the update runs no LM tokens, no backward.
+    assert rows["score-head"]["summary"]["update_forward_tokens_per_step"] == 0
+    assert rows["score-head"]["backward_span_params"] == 0
+    assert rows["score-lora-head"]["summary"]["update_backward_tokens_per_step"] > 0
+    assert rows["generate-lora"]["train_config"]["action_head"] is False
