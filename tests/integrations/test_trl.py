@@ -142,7 +142,7 @@ def qwen_tiny():
     return model, tokenizer
 
 
-@pytest.mark.slow  # ~6 min here: the byte-level tiny model needs 120 SFT steps on 1.5k-token prompts
+@pytest.mark.slow  # ~6 min: the byte-level tiny model needs 120 SFT steps on 1.5k-token prompts
 def test_grpo_environment_factory_two_steps(tmp_path):
     from transformers.utils import get_json_schema
     from trl import GRPOTrainer
