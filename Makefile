@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --quiet --disable-pip-version-check
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast test-fuzz demo lint clean
+.PHONY: install test test-fast test-heavy test-fuzz demo lint clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -20,10 +20,14 @@ $(STAMP): pyproject.toml Makefile
 install: $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m pytest -m "not fuzz"
+	$(PY) -m pytest -m "not fuzz and not heavy"
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow and not fuzz"
+	$(PY) -m pytest -m "not slow and not fuzz and not heavy"
+
+# Minutes-long integration tests (TRL's environment_factory GRPO on the tiny model, ~6 min).
+test-heavy: $(STAMP)
+	$(PY) -m pytest -m heavy
 
 # 10^5 fuzzed answers through env.step (about 17 minutes on 2 cores).
 test-fuzz: $(STAMP)

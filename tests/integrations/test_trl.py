@@ -142,7 +142,9 @@ def qwen_tiny():
     return model, tokenizer
 
 
-@pytest.mark.slow  # ~6 min: the byte-level tiny model needs 120 SFT steps on 1.5k-token prompts
+# ~6 min: the byte-level tiny model needs 120 SFT steps on 1.5k-token prompts. `make test-heavy`
+# (run by CI after `make test`) keeps `make test` itself under 15 minutes on a fresh machine.
+@pytest.mark.heavy
 def test_grpo_environment_factory_two_steps(tmp_path):
     from transformers.utils import get_json_schema
     from trl import GRPOTrainer
