@@ -19,7 +19,6 @@ import json
 import math
 import platform
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from rich.progress import Progress
 
 from llmgym.agents.baselines import make_eval_env
 from llmgym.agents.registry import TextAgent, make_agent
+from llmgym.agents.returns import finite_returns
 
 MODES = ("score", "generate")
 
@@ -121,17 +121,10 @@ def evaluate(
                 else:
                     del slots[i]
     wall = time.perf_counter() - start
-    finite = [r for r in returns if math.isfinite(r)]
+    finite = finite_returns(returns)
     if not finite:
         raise ValueError(
             f"Every episode of {name} on {env_id} had a non-finite return; no mean to report."
-        )
-    if len(finite) < len(returns):
-        warnings.warn(
-            f"llmgym: {len(returns) - len(finite)} episode(s) had non-finite rewards and are "
-            "left out of the mean",
-            RuntimeWarning,
-            stacklevel=2,
         )
     mean, ci95 = summarize(finite)
     result = {

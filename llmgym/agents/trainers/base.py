@@ -32,6 +32,7 @@ import gymnasium as gym
 import numpy as np
 
 import llmgym  # noqa: F401  (registers the Text-* ids)
+from llmgym.agents.returns import finite_returns
 from llmgym.agents.trainers import checkpoints
 
 REF_HEAD_FILE = "reference_head.safetensors"
@@ -1373,14 +1374,7 @@ def evaluate_policy(
     finally:
         cfg.greedy = old
     returns = [e.ret for e in episodes]
-    finite = [r for r in returns if math.isfinite(r)]
-    if len(finite) < len(returns):
-        warnings.warn(
-            f"llmgym: {len(returns) - len(finite)} evaluation episode(s) had non-finite "
-            "rewards and are left out of the mean",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+    finite = finite_returns(returns)
     mean, ci = mean_ci95(finite)
     steps = [s for e in episodes for s in e.steps]
     return {
