@@ -15,10 +15,10 @@ from pathlib import Path
 
 import typer
 
-from llmgym.agents.baselines import base_env_id
 from llmgym.agents.registry import AgentError, check_agent_name, split_agent_names
 from llmgym.cli_checks import check_cache, check_output_dir
 from llmgym.cli_checks import fail as _fail
+from llmgym.envs.registration import base_env_id
 
 
 def _missing(err: ModuleNotFoundError) -> typer.Exit:

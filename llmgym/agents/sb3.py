@@ -33,8 +33,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from llmgym.agents.baselines import BaselineAgent, make_eval_env
-from llmgym.agents.registry import AgentError
+from llmgym.agents.text_agent import BaselineAgent
+from llmgym.envs.registration import base_env_id, make_eval_env
+from llmgym.errors import AgentError
 
 ALGOS = ("ppo", "dqn", "a2c")
 #: Written into every cached recipe and weights file; anything else is refused.
@@ -443,8 +444,6 @@ def learning_curve(
     ``learn`` finishes the rollout it is in, so the last point may lie a little past ``budget``.
     """
     from stable_baselines3.common.callbacks import BaseCallback
-
-    from llmgym.agents.baselines import base_env_id
 
     base_id, env_kwargs = base_env_id(env_id), dict(env_kwargs or {})
     _check(base_id, algo)

@@ -54,6 +54,8 @@ _BASE_NAMES = [
     "CliffWalking",
 ]
 _WRAPPER_KWARGS = ("history", "on_invalid", "invalid_penalty", "describer", "parser")
+#: Step cap for envs registered without a time limit (CliffWalking), in training and benches.
+DEFAULT_MAX_STEPS = 200
 
 
 def _newest(name: str) -> str:
@@ -138,9 +140,42 @@ def register_envs() -> list[str]:
     return ids + register_language_envs()
 
 
+def base_env_id(env_id: str) -> str:
+    """The base env id of a ``Text-*`` id (other ids are returned unchanged).
+
+    Example:
+        >>> base_env_id("Text-CartPole-v1"), base_env_id("CartPole-v1")
+        ('CartPole-v1', 'CartPole-v1')
+    """
+    return env_id.removeprefix("Text-")
+
+
+def make_eval_env(env_id: str, **kwargs: Any) -> gym.Env:
+    """``gym.make(env_id)`` with a ``DEFAULT_MAX_STEPS`` cap where the registry has no time
+    limit, so that no agent can loop forever (CliffWalking).
+
+    Example:
+        >>> make_eval_env("Text-CliffWalking-v1").spec.max_episode_steps
+        200
+    """
+    if gym.spec(env_id).max_episode_steps is None and "max_episode_steps" not in kwargs:
+        kwargs["max_episode_steps"] = DEFAULT_MAX_STEPS
+    return gym.make(env_id, **kwargs)
+
+
 def text_env_ids() -> list[str]:
     """Every registered ``Text-*`` id, in registration order."""
     return [k for k in gym.registry if k.startswith("Text-")]
 
 
-__all__ = ["ParseResult", "describer_for", "make_text_env", "register_envs", "text_env_ids", "wrap"]
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "ParseResult",
+    "base_env_id",
+    "describer_for",
+    "make_eval_env",
+    "make_text_env",
+    "register_envs",
+    "text_env_ids",
+    "wrap",
+]

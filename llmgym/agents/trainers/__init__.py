@@ -84,7 +84,7 @@ def _restore(checkpoint: str, device: str) -> Any:
     from pathlib import Path
 
     from llmgym.agents.trainers import checkpoints
-    from llmgym.agents.trainers.base import TrainingError
+    from llmgym.errors import TrainingError
 
     path = Path(checkpoint)
     if (path / "checkpoints").is_dir():

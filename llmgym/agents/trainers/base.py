@@ -32,18 +32,15 @@ import gymnasium as gym
 import numpy as np
 
 import llmgym  # noqa: F401  (registers the Text-* ids)
-from llmgym.agents.returns import finite_returns
+from llmgym.agents.returns import finite_returns, mean_ci95
 from llmgym.agents.trainers import checkpoints
+from llmgym.errors import TrainingError
 
 REF_HEAD_FILE = "reference_head.safetensors"
 TRAINING_STATS = ("count", "total", "outer")  # the whitener's statistics: only for training
 EVAL_METHODS = ("auto", "exact", "sampled")
 EVAL_SEED_BASE = 1_000_000
 """Evaluation episodes use seeds ``EVAL_SEED_BASE + i``: disjoint from training seeds."""
-
-
-class TrainingError(RuntimeError):
-    """A mistake a user can make (bad config, missing checkpoint): one sentence, no traceback."""
 
 
 @dataclass
@@ -312,20 +309,6 @@ def _step(
         name,
         len(valid),
     )
-
-
-def mean_ci95(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and the half-width of its normal-approximation 95 % confidence interval.
-
-    Example:
-        >>> mean_ci95([1.0, -1.0, 1.0, -1.0])
-        (0.0, 1.1316)
-    """
-    arr = np.asarray(values, dtype=float)
-    if arr.size == 0:
-        return float("nan"), float("nan")
-    half = 1.96 * arr.std(ddof=1) / math.sqrt(arr.size) if arr.size > 1 else float("nan")
-    return float(arr.mean()), round(float(half), 4)
 
 
 def discounted_returns(rewards: Sequence[float], gamma: float) -> list[float]:
