@@ -22,14 +22,17 @@ from typing import Any
 import typer
 from rich.console import Console
 
-console = Console(highlight=False)
+from llmgym.cli.checks import (
+    check_device,
+    check_env_kwargs,
+    check_output_dir,
+    check_output_file,
+    check_overrides,
+    fail,
+    key_values,
+)
 
-#: Known reference returns shown next to results (exact DP / Gymnasium figures).
-REFERENCES: dict[str, dict[str, float]] = {
-    "Text-Blackjack-v1": {"random": -0.394, "optimal": -0.0431},
-    "Text-FrozenLake-v1": {"random": 0.0139, "optimal": 0.744},
-    "Text-CartPole-v1": {"random": 22.0, "optimal": 500.0},
-}
+console = Console(highlight=False)
 
 
 def train(
@@ -72,16 +75,6 @@ def train(
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
 ) -> None:
     """Train an LLM agent with online RL (LoRA) in a text env; log, checkpoint, evaluate, plot."""
-    from llmgym.cli_checks import (
-        check_device,
-        check_env_kwargs,
-        check_output_dir,
-        check_output_file,
-        check_overrides,
-        fail,
-        key_values,
-    )
-
     try:
         from llmgym.agents.trainers import ALGOS, checkpoints, config_class, trainer_class
         from llmgym.agents.trainers.base import EVAL_SEED_BASE, TrainingError
@@ -152,8 +145,8 @@ def train(
     try:
         trainer = trainer_class(algo)(config)
         console.print(
-            f"[bold]{algo.upper()}[/] on {env_id} with {model} ({mode} mode, {_trained(config)}), "
-            f"{num_envs} envs, budget {_budget(config)} -> {output}"
+            f"[bold]{algo.upper()}[/] on {env_id} with {config.model} ({config.mode} mode, "
+            f"{_trained(config)}), {config.num_envs} envs, budget {_budget(config)} -> {output}"
         )
         start_value = _start_value(trainer, Path(output), final_eval_episodes, resume)
         trainer.train(resume=resume)
@@ -213,7 +206,7 @@ def train(
     png = plot_run(output, references=refs_plot, title=f"{env_id} {algo} {mode} ({model})")
     how = "exact value" if final.get("method") == "exact" else f"{final['episodes']} episodes"
     console.print(
-        f"Final eval ({how}): mean return {final['mean_return']:.4f} ± {final['ci95']} (before "
+        f"Final eval ({how}): mean return {final['mean_return']:.4f} ± {final['ci95']:.4f} (before "
         f"training {start_value['mean_return']:.4f}; parse rate {final['parse_rate']:.2f}); "
         + ", ".join(f"{k} {v['mean_return']:.3f}" for k, v in refs.items())
         + f" on the same seeds. {trainer.env_steps} env steps, {trainer.episodes_done} episodes, "
@@ -273,8 +266,6 @@ def plot(
     out: str = typer.Option("", help="PNG path (default RUN_DIR/learning_curve.png)."),
 ) -> None:
     """Write a learning-curve PNG (return, parse rate, KL, entropy) for a training run."""
-    from llmgym.cli import fail
-
     try:
         from llmgym.agents.trainers.base import TrainingError
         from llmgym.agents.trainers.plotting import plot_run

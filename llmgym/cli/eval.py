@@ -16,8 +16,13 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
-from llmgym.cli_checks import check_device, check_env_kwargs, check_output_file, key_values
-from llmgym.cli_checks import fail as _fail
+from llmgym.cli.checks import (
+    check_device,
+    check_env_kwargs,
+    check_output_file,
+    fail,
+    key_values,
+)
 
 
 def eval_command(
@@ -74,9 +79,9 @@ def eval_command(
             env_kwargs=env_kwargs,
         )
     except AgentError as error:
-        raise _fail(str(error)) from None
+        raise fail(str(error)) from None
     except ValueError as error:  # unknown env, mode, model (ModelNotFoundError), option values
-        raise _fail(str(error).splitlines()[0]) from None
+        raise fail(str(error).splitlines()[0]) from None
     Console(highlight=False).print(format_result(result))
     if output is not None:
         Console(highlight=False).print(f"wrote {output}")
