@@ -31,6 +31,7 @@ from gymnasium import spaces
 
 from llmgym.agents.planning import blackjack_solution, solve_tabular
 from llmgym.agents.text_agent import BaselineAgent, format_action
+from llmgym.envs.catalog import CATALOG
 from llmgym.envs.registration import DEFAULT_MAX_STEPS, base_env_id, make_eval_env
 from llmgym.errors import AgentError
 
@@ -140,18 +141,20 @@ def pendulum_controller(obs: Any) -> np.ndarray:
     return np.array([np.clip(torque, -2.0, 2.0)], dtype=np.float32)
 
 
-#: The optimal or heuristic agent of each base env, keyed by the unwrapped class name; each
-#: entry builds the policy function from the env.
+#: The optimal or heuristic agents, by the name a catalog entry's ``expert`` gives; each
+#: builds the policy function (base observation -> base action) from the env.
+EXPERTS: dict[str, Callable[[gym.Env], Callable[[Any], Any]]] = {
+    "blackjack": _blackjack,  # exact dynamic programming
+    "tabular": _tabular,  # value iteration on env.unwrapped.P
+    "cartpole": lambda env: cartpole_controller,  # heuristics
+    "mountain_car": lambda env: mountain_car_controller,
+    "mountain_car_continuous": lambda env: mountain_car_continuous_controller,
+    "acrobot": lambda env: acrobot_controller,
+    "pendulum": lambda env: pendulum_controller,
+}
+#: The expert of each base env, keyed by the unwrapped class name (from the catalog).
 OPTIMAL: dict[str, Callable[[gym.Env], Callable[[Any], Any]]] = {
-    "BlackjackEnv": _blackjack,  # exact dynamic programming
-    "FrozenLakeEnv": _tabular,  # value iteration on env.unwrapped.P
-    "TaxiEnv": _tabular,
-    "CliffWalkingEnv": _tabular,
-    "CartPoleEnv": lambda env: cartpole_controller,  # heuristics below
-    "MountainCarEnv": lambda env: mountain_car_controller,
-    "Continuous_MountainCarEnv": lambda env: mountain_car_continuous_controller,
-    "AcrobotEnv": lambda env: acrobot_controller,
-    "PendulumEnv": lambda env: pendulum_controller,
+    e.env_class: EXPERTS[e.expert] for e in CATALOG if e.env_class and e.expert
 }
 
 
@@ -196,6 +199,7 @@ def make_baseline(name: str, env_id: str, seed: int = 0, **env_kwargs: Any) -> B
 __all__ = [
     "BASELINE_NAMES",
     "DEFAULT_MAX_STEPS",
+    "EXPERTS",
     "OPTIMAL",
     "BaselineAgent",
     "PolicyAgent",

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import typer
 
-from llmgym.agents.registry import AgentError, check_agent_name, split_agent_names
+from llmgym.agents.registry import check_agent_name, split_agent_names
 from llmgym.cli.checks import check_cache, check_output_dir, fail
 from llmgym.envs.registration import base_env_id
+from llmgym.errors import AgentError
 
 
 def _missing(err: ModuleNotFoundError) -> typer.Exit:

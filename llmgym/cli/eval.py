@@ -23,6 +23,7 @@ from llmgym.cli.checks import (
     fail,
     key_values,
 )
+from llmgym.errors import AgentError
 
 
 def eval_command(
@@ -53,7 +54,6 @@ def eval_command(
 ) -> None:
     """Evaluate an agent: mean return with a 95% CI, parse rate, env-steps/s."""
     from llmgym.agents.evaluate import evaluate, format_result
-    from llmgym.agents.registry import AgentError
 
     env_kwargs = key_values(env_kwarg, "--env-kwarg")
     if env_kwargs:

@@ -31,6 +31,7 @@ from llmgym.cli.checks import (
     fail,
     key_values,
 )
+from llmgym.errors import LLMGymError, TrainingError
 
 console = Console(highlight=False)
 
@@ -77,7 +78,7 @@ def train(
     """Train an LLM agent with online RL (LoRA) in a text env; log, checkpoint, evaluate, plot."""
     try:
         from llmgym.agents.trainers import ALGOS, checkpoints, config_class, trainer_class
-        from llmgym.agents.trainers.base import EVAL_SEED_BASE, TrainingError
+        from llmgym.agents.trainers.base import EVAL_SEED_BASE
     except ImportError as error:
         raise fail(
             f"Training needs the train extra ({error.name} is missing): "
@@ -152,7 +153,7 @@ def train(
         trainer.train(resume=resume)
         final = trainer.evaluate(final_eval_episodes)
         weights = trainer.save_policy(policy_out or Path(output) / "policy")
-    except (TrainingError, ValueError, OSError) as error:  # bad model name, config or files
+    except (LLMGymError, ValueError, OSError) as error:  # bad model name, config or files
         raise fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
     wall = time.perf_counter() - start
     seeds = range(EVAL_SEED_BASE, EVAL_SEED_BASE + final_eval_episodes)
@@ -267,7 +268,6 @@ def plot(
 ) -> None:
     """Write a learning-curve PNG (return, parse rate, KL, entropy) for a training run."""
     try:
-        from llmgym.agents.trainers.base import TrainingError
         from llmgym.agents.trainers.plotting import plot_run
     except ImportError as error:
         raise fail(f"Plotting needs matplotlib ({error.name} is missing).") from None
