@@ -84,7 +84,7 @@ def train(
 
     try:
         from llmgym.agents.trainers import ALGOS, checkpoints, config_class, trainer_class
-        from llmgym.agents.trainers.base import EVAL_SEED_BASE, TrainingError
+        from llmgym.agents.trainers.base import EVAL_SEED_BASE, LEGACY_DEFAULTS, TrainingError
     except ImportError as error:
         raise fail(
             f"Training needs the train extra ({error.name} is missing): "
@@ -138,7 +138,7 @@ def train(
             saved = json.loads((Path(output) / "run.json").read_text())["config"]
         except (ValueError, KeyError, TypeError):
             raise fail(f"{Path(output) / 'run.json'} is damaged; resume another run.") from None
-        saved = {k: v for k, v in saved.items() if k in fields}
+        saved = {k: v for k, v in (LEGACY_DEFAULTS | saved).items() if k in fields}
         budget = {
             "total_env_steps": steps,
             "total_episodes": episodes,
@@ -153,7 +153,7 @@ def train(
         trainer = trainer_class(algo)(config)
         console.print(
             f"[bold]{algo.upper()}[/] on {env_id} with {model} ({mode} mode, {_trained(config)}), "
-            f"{num_envs} envs, budget {_budget(config)} -> {output}"
+            f"{config.num_envs} envs, budget {_budget(config)} -> {output}"
         )
         start_value = _start_value(trainer, Path(output), final_eval_episodes, resume)
         trainer.train(resume=resume)
