@@ -1,10 +1,14 @@
 """``llmgym bench --ray``: a local Ray cluster gives exactly the serial episodes, resumes
-without duplicates, and the CLI runs on it."""
+without duplicates, reruns the cell of a worker that died, and the CLI runs on it."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
+from pathlib import Path
 
+import gymnasium as gym
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -21,10 +25,40 @@ ENVS = ["Text-Blackjack-v1", "Text-FrozenLake-v1"]
 AGENTS = ["random", "optimal"]
 
 
+CRASH_SEED = 5
+
+
+class CrashOnce(gym.Wrapper):
+    """Text-FrozenLake-v1 whose process dies the first time it resets on ``CRASH_SEED``
+    (a marker file, named by $CRASH_MARKER, remembers that it has)."""
+
+    def __init__(self) -> None:
+        super().__init__(gym.make("Text-FrozenLake-v1"))
+
+    def reset(self, *, seed=None, options=None):
+        marker = Path(os.environ["CRASH_MARKER"])
+        if seed == CRASH_SEED and not marker.exists():
+            marker.touch()
+            os._exit(1)
+        return self.env.reset(seed=seed, options=options)
+
+
+def register_crash_once() -> None:
+    """Register ``Text-CrashOnce-v0`` (run in every Ray worker as it starts)."""
+    gym.register("Text-CrashOnce-v0", entry_point=CrashOnce)
+
+
 @pytest.fixture(scope="module")
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
+def local_ray(tmp_path_factory):
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests
+    marker = tmp_path_factory.mktemp("crash") / "crashed"
+    runtime_env = {
+        "worker_process_setup_hook": register_crash_once,
+        "env_vars": {"CRASH_MARKER": str(marker)},
+    }
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
+    register_crash_once()
+    yield marker
     ray.shutdown()
 
 
@@ -58,6 +92,18 @@ def test_ray_gives_the_serial_episodes_and_resumes_without_duplicates(tmp_path, 
     ) == sorted(load_rows(serial, EXACT_FILE), key=str)
     assert run_bench_ray(ENVS, AGENTS, episodes=40, seed=3, output=on_ray) == []
     assert len(load_rows(on_ray)) == 160
+
+
+def test_a_dead_workers_cell_is_rerun_and_counted_once(tmp_path, local_ray):
+    rows = run_bench_ray(
+        ["Text-CrashOnce-v0"], ["random"], episodes=12, output=tmp_path, batch_size=2, chunk_size=4
+    )
+    assert local_ray.exists()  # a worker did die
+    assert sorted(r["seed"] for r in load_rows(tmp_path)) == list(range(12))
+    serial = run_bench(["Text-FrozenLake-v1"], ["random"], episodes=12, output=tmp_path / "s")
+    assert {k[2]: v["return"] for k, v in _episodes(rows).items()} == {
+        k[2]: v["return"] for k, v in _episodes(serial).items()
+    }
 
 
 def test_cli_bench_on_ray_writes_the_leaderboard_and_skips_what_cannot_play(tmp_path, local_ray):
