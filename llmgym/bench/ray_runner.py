@@ -9,8 +9,10 @@ worker dies is retried (``MAX_RETRIES``); an error the agent raises is not.
 
 Each worker process keeps the agents it built (``cached_agent``): an LLM agent, which plays
 any env, is built once per spec and worker, so its model is loaded once; a reference agent
-once per (spec, env). Episodes are seeded per episode (see ``llmgym.bench.runner``), so the
-rows equal the serial run's, timing aside, whatever the chunks.
+once per (spec, env). Agents that sample are seeded per episode (see
+``llmgym.bench.runner``), so the rows equal the serial run's, timing aside, whatever the
+chunks; a sampling LLM agent restarts its sampler per batch, so its rows equal the serial
+run's when ``chunk_size`` is a multiple of ``batch_size`` (the default) on a fresh output.
 
 Ray is optional (``pip install "llmgym[ray]"``); this module imports it only when called. On
 a cluster, every node needs llmgym (and the agents' models) installed.
