@@ -6,9 +6,10 @@ policy batch its forward passes) and each finished episode is appended to
 ``<output>/episodes.jsonl`` at once, so an interrupted run loses nothing: rerunning the same
 command skips every episode already recorded, and a cell with none left is not even loaded.
 Rows are keyed by (env, agent, seed) and ``EpisodeLog`` writes each key once, whoever plays
-it (this loop, or Ray workers through ``llmgym.bench.ray_runner``). An agent that samples is
+it (this loop, or Ray workers through ``llmgym.bench.ray_runner``). The random agent is
 seeded per episode (``seed_episodes``, see ``seed_rows``), so an episode's row does not depend
-on which episodes share its batch: any split of the seeds gives the same rows.
+on which episodes share its batch: any split of the seeds gives the same rows (a sampling LLM
+agent restarts its sampler per batch: the same batches give the same rows).
 Where the env has a known transition model (``llmgym.agents.exact``) each cell also gets the
 exact expected return of the agent's greedy policy, once, in ``<output>/exact.jsonl`` (not for
 the random agent, which has no deterministic policy).
