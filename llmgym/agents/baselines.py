@@ -43,32 +43,66 @@ class RandomAgent(BaselineAgent):
     """Uniformly random actions from the action space, seeded; in text envs whose valid
     actions vary (TextWorld's admissible commands), a uniformly random valid action.
 
+    ``seed_episodes(seeds)`` gives each row of the next ``act_batch`` calls the stream of its
+    episode, seeded by the episode's seed, so an episode plays the same actions whichever
+    episodes share its batch (the bench calls it before every batched step); without it all
+    rows draw from one stream seeded by ``seed``.
+
     Example:
         >>> agent = RandomAgent(gym.make("CartPole-v1"), seed=0)
         >>> [agent.act(None) for _ in range(5)]
         [1, 1, 1, 0, 0]
+        >>> def play(seeds):  # six batched steps of episodes ``seeds``
+        ...     agent = RandomAgent(gym.make("CartPole-v1"), seed=0)
+        ...     agent.seed_episodes(seeds)
+        ...     infos = [{"raw_obs": None}] * len(seeds)
+        ...     return [agent.act_batch([""] * len(seeds), infos) for _ in range(6)]
+        >>> [step[1] for step in play([7, 8])] == [step[0] for step in play([8])]
+        True
     """
 
     name = "random"
 
     def __init__(self, env: gym.Env, seed: int = 0) -> None:
         super().__init__(env)
-        self.action_space = copy.deepcopy(self.action_space)
-        self.action_space.seed(seed)
-        self.rng = np.random.default_rng(seed)
+        self.action_space, self.rng = self._stream(seed)
+        self._streams: dict[int, tuple[spaces.Space, np.random.Generator]] = {}
+        self._rows: list[int] | None = None
+
+    def _stream(self, seed: int) -> tuple[spaces.Space, np.random.Generator]:
+        """A seeded copy of the action space and a generator for valid-action picks."""
+        space = copy.deepcopy(self.action_space)
+        space.seed(seed)
+        return space, np.random.default_rng(seed)
+
+    def seed_episodes(self, seeds: Sequence[int]) -> None:
+        """Row ``i`` of the following ``act_batch`` calls belongs to episode ``seeds[i]``."""
+        self._streams = {s: self._streams.get(s) or self._stream(s) for s in seeds}
+        self._rows = list(seeds)
+
+    def _sample(self, space: spaces.Space) -> Any:
+        action = space.sample()
+        return int(action) if isinstance(space, spaces.Discrete) else action
 
     def act(self, raw_obs: Any) -> Any:
-        action = self.action_space.sample()
-        return int(action) if isinstance(self.action_space, spaces.Discrete) else action
+        return self._sample(self.action_space)
 
     def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
-        if self.names or not all(info.get("valid_actions") for info in infos):
-            return super().act_batch(observations, infos)
-        return [
-            json.dumps(
-                {"action": info["valid_actions"][self.rng.integers(len(info["valid_actions"]))]}
+        if self._rows is None:
+            streams = [(self.action_space, self.rng)] * len(infos)
+        elif len(self._rows) == len(infos):
+            streams = [self._streams[s] for s in self._rows]
+        else:
+            raise ValueError(
+                f"seed_episodes named {len(self._rows)} episodes but act_batch got {len(infos)}."
             )
-            for info in infos
+        if self.names or not all(info.get("valid_actions") for info in infos):
+            return [
+                format_action(self._sample(space), self.names, self.start) for space, _ in streams
+            ]
+        return [
+            json.dumps({"action": info["valid_actions"][rng.integers(len(info["valid_actions"]))]})
+            for (_, rng), info in zip(streams, infos)
         ]
 
 

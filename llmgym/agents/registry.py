@@ -76,6 +76,15 @@ class LLMAgent:
 
     def __init__(self, policy: Any, name: str = "llm") -> None:
         self.policy, self.name = policy, name
+        self._seeds: set[int] = set()
+
+    def seed_episodes(self, seeds: Sequence[int]) -> None:
+        """Restart the policy's sampler from the first seed of each new batch of episodes (a
+        call naming a seed the last one did not), so sampled episodes repeat whenever their
+        batch does: one generator serves a whole batch, so this is per batch, not per episode."""
+        if not set(seeds) <= self._seeds:
+            self.policy.generator.manual_seed(int(seeds[0]))
+        self._seeds = set(seeds)
 
     def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
         return [sample.text for sample in self.policy.act(observations, infos)]

@@ -96,7 +96,7 @@ def summarize(
     anchors come from every agent's rows on the env. ``exact[(env, agent)]`` is the exact
     value of a cell, where known."""
     by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for row in rows:
+    for row in sorted(rows, key=lambda r: r["seed"]):  # statistics ignore the order of arrival
         by_cell.setdefault((row["env_id"], row["agent"]), []).append(row)
     stats = []
     for env_id in env_ids:

@@ -5,6 +5,11 @@ lockstep batches (one ``act_batch`` call per step for all live episodes, which l
 policy batch its forward passes) and each finished episode is appended to
 ``<output>/episodes.jsonl`` at once, so an interrupted run loses nothing: rerunning the same
 command skips every episode already recorded, and a cell with none left is not even loaded.
+Rows are keyed by (env, agent, seed) and ``EpisodeLog`` writes each key once, whoever plays
+it (this loop, or Ray workers through ``llmgym.bench.ray_runner``). The random agent is
+seeded per episode (``seed_episodes``, see ``seed_rows``), so an episode's row does not depend
+on which episodes share its batch: any split of the seeds gives the same rows (a sampling LLM
+agent restarts its sampler per batch: the same batches give the same rows).
 Where the env has a known transition model (``llmgym.agents.exact``) each cell also gets the
 exact expected return of the agent's greedy policy, once, in ``<output>/exact.jsonl`` (not for
 the random agent, which has no deterministic policy).
@@ -55,6 +60,67 @@ def load_rows(output: Path, name: str = EPISODES_FILE) -> list[dict[str, Any]]:
     return rows
 
 
+def row_key(row: dict[str, Any]) -> tuple[str, str, int]:
+    """What makes an episode row unique: (env, agent, seed)."""
+    return row["env_id"], row["agent"], row["seed"]
+
+
+class EpisodeLog:
+    """Appends episode rows to ``output/episodes.jsonl`` (and exact rows to ``exact.jsonl``),
+    each (env, agent, seed) once: rows already recorded, or written twice, are dropped.
+    ``new_rows`` holds what this log wrote; ``on_episode(row)`` is called for each.
+
+    Example:
+        >>> import tempfile
+        >>> row = {"env_id": "E", "agent": "a", "seed": 0, "return": 1.0}
+        >>> with EpisodeLog(Path(tempfile.mkdtemp())) as log:
+        ...     log.write(row), log.write(dict(row)), len(log.new_rows)
+        (True, False, 1)
+    """
+
+    def __init__(self, output: Path, on_episode: Callback | None = None) -> None:
+        self.output = Path(output)
+        self.output.mkdir(parents=True, exist_ok=True)
+        self.done = {row_key(r) for r in load_rows(self.output)}
+        self.exact_done = {(r["env_id"], r["agent"]) for r in load_rows(self.output, EXACT_FILE)}
+        self.new_rows: list[dict[str, Any]] = []
+        self.on_episode = on_episode
+
+    def __enter__(self) -> EpisodeLog:
+        self._sink = (self.output / EPISODES_FILE).open("a")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._sink.close()
+
+    def write(self, row: dict[str, Any]) -> bool:
+        """Append ``row`` unless its episode is recorded already; whether it was written."""
+        if row_key(row) in self.done:
+            return False
+        self._sink.write(json.dumps(row) + "\n")
+        self._sink.flush()
+        self.done.add(row_key(row))
+        self.new_rows.append(row)
+        if self.on_episode is not None:
+            self.on_episode(row)
+        return True
+
+    def write_exact(self, row: dict[str, Any]) -> None:
+        """Append an ``exact_row`` unless its cell has one."""
+        if (row["env_id"], row["agent"]) not in self.exact_done:
+            with (self.output / EXACT_FILE).open("a") as sink:
+                sink.write(json.dumps(row) + "\n")
+            self.exact_done.add((row["env_id"], row["agent"]))
+
+
+def seed_rows(agent: TextAgent, seeds: Sequence[int]) -> None:
+    """Tell an agent that samples (one with a ``seed_episodes`` method, like ``random``) the
+    episode seed of each row of its next ``act_batch`` call; other agents need nothing."""
+    seed_episodes = getattr(agent, "seed_episodes", None)
+    if seed_episodes is not None:
+        seed_episodes(seeds)
+
+
 def pending_seeds(
     env_ids: Sequence[str],
     agents: Sequence[str],
@@ -93,6 +159,7 @@ def run_episodes(
         live = list(range(len(chunk)))
         while live:
             tick = time.perf_counter()
+            seed_rows(agent, [chunk[j] for j in live])
             actions = agent.act_batch([observations[j] for j in live], [infos[j] for j in live])
             ended = []
             for j, action in zip(live, actions, strict=True):
@@ -137,7 +204,9 @@ def exact_row(env_id: str, agent_name: str, agent: TextAgent) -> dict[str, Any]:
     }
 
 
-def _wants_exact(env_id: str, agent_name: str, done: set[tuple[str, str]]) -> bool:
+def wants_exact(env_id: str, agent_name: str, done: set[tuple[str, str]]) -> bool:
+    """Whether the cell needs an exact row: the env has a transition model, the agent a
+    greedy policy (not ``random``), and ``done`` lacks it."""
     from llmgym.agents.exact import supports_exact
 
     return agent_name != "random" and (env_id, agent_name) not in done and supports_exact(env_id)
@@ -164,24 +233,11 @@ def run_bench(
     """
     for name in agents:
         check_agent_name(name)
-    output = Path(output)
-    output.mkdir(parents=True, exist_ok=True)
-    done = {(r["env_id"], r["agent"], r["seed"]) for r in load_rows(output)}
-    exact_done = {(r["env_id"], r["agent"]) for r in load_rows(output, EXACT_FILE)}
-    new_rows: list[dict[str, Any]] = []
-    todo = pending_seeds(env_ids, agents, episodes, seed, done)
-    with (output / EPISODES_FILE).open("a") as sink:
-
-        def write(row: dict[str, Any]) -> None:
-            sink.write(json.dumps(row) + "\n")
-            sink.flush()
-            new_rows.append(row)
-            if on_episode is not None:
-                on_episode(row)
-
+    with EpisodeLog(output, on_episode) as log:
+        todo = pending_seeds(env_ids, agents, episodes, seed, log.done)
         for (env_id, agent_name), seeds in todo.items():
-            wants_exact = _wants_exact(env_id, agent_name, exact_done)
-            if not seeds and not wants_exact:
+            exact = wants_exact(env_id, agent_name, log.exact_done)
+            if not seeds and not exact:
                 continue
             try:
                 agent = make_agent(agent_name, env_id, seed=seed)
@@ -192,8 +248,7 @@ def run_bench(
                 continue
             if on_cell is not None:
                 on_cell(env_id, agent_name, len(seeds))
-            run_episodes(env_id, agent, seeds, write, batch_size)
-            if wants_exact:
-                with (output / EXACT_FILE).open("a") as exact_sink:
-                    exact_sink.write(json.dumps(exact_row(env_id, agent_name, agent)) + "\n")
-    return new_rows
+            run_episodes(env_id, agent, seeds, log.write, batch_size)
+            if exact:
+                log.write_exact(exact_row(env_id, agent_name, agent))
+    return log.new_rows

@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from pathlib import Path
 
@@ -83,11 +84,18 @@ def register(app: typer.Typer) -> None:
         batch_size: int = typer.Option(
             32, min=1, help="Episodes played in lockstep per agent call."
         ),
+        ray: str | None = typer.Option(
+            None,
+            metavar="ADDRESS",
+            help="Run the cells' chunks of seeds as Ray tasks: 'local' (this machine), "
+            "'auto' (the cluster this machine joined) or HEAD:6379. Needs llmgym[ray].",
+        ),
     ) -> None:
         """Score agents on a suite over fixed seeds: JSONL rows, leaderboard.md and .png.
         Finished episodes are skipped on rerun, so an interrupted run resumes."""
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+        from llmgym.bench.ray_runner import RayBenchError, run_bench_ray
         from llmgym.bench.report import markdown_table, write_report
         from llmgym.bench.runner import load_rows, pending_seeds, run_bench
         from llmgym.bench.suites import suite_envs
@@ -125,6 +133,8 @@ def register(app: typer.Typer) -> None:
             raise fail(
                 f"{out / 'episodes.jsonl'} has rows llmgym did not write; move it."
             ) from None
+        if ray is not None and importlib.util.find_spec("ray") is None:
+            raise fail('ray is not installed: pip install "llmgym[ray]".')
         todo = pending_seeds(env_ids, names, episodes, seed, done)
         progress = Progress(
             "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
@@ -139,20 +149,34 @@ def register(app: typer.Typer) -> None:
                 def on_skip(env_id: str, agent: str, reason: str) -> None:
                     progress.console.print(f"skip {agent} on {env_id}: {reason}")
 
-                run_bench(
-                    env_ids,
-                    names,
-                    episodes=episodes,
-                    seed=seed,
-                    output=out,
-                    batch_size=batch_size,
-                    on_episode=lambda row: progress.advance(task),
-                    on_cell=on_cell,
-                    on_skip=on_skip,
-                )
+                def advance(row: dict[str, object]) -> None:
+                    progress.advance(task)
+
+                common = dict(episodes=episodes, seed=seed, output=out, batch_size=batch_size)
+                if ray is None:
+                    run_bench(
+                        env_ids,
+                        names,
+                        **common,
+                        on_episode=advance,
+                        on_cell=on_cell,
+                        on_skip=on_skip,
+                    )
+                else:
+                    progress.update(task, description=f"bench on Ray ({ray})")
+                    address = None if ray == "local" else ray
+                    run_bench_ray(
+                        env_ids,
+                        names,
+                        **common,
+                        address=address,
+                        on_episode=advance,
+                        on_skip=on_skip,
+                    )
         except ModuleNotFoundError as err:
             raise _missing(err) from None
-        except (ValueError, OSError) as err:  # AgentError, a missing model, a damaged file
+        except (ValueError, OSError, RayBenchError) as err:  # AgentError, a missing model,
+            # a damaged file, a Ray cluster that cannot be reached or lost a task for good
             raise fail(str(err).splitlines()[0] if str(err) else type(err).__name__) from None
         except KeyboardInterrupt:
             typer.echo(f"Interrupted: finished episodes are in {out}; rerun to resume.")

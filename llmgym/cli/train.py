@@ -78,7 +78,7 @@ def train(
     """Train an LLM agent with online RL (LoRA) in a text env; log, checkpoint, evaluate, plot."""
     try:
         from llmgym.agents.trainers import ALGOS, checkpoints, config_class, trainer_class
-        from llmgym.agents.trainers.base import EVAL_SEED_BASE
+        from llmgym.agents.trainers.base import EVAL_SEED_BASE, LEGACY_DEFAULTS
     except ImportError as error:
         raise fail(
             f"Training needs the train extra ({error.name} is missing): "
@@ -132,7 +132,7 @@ def train(
             saved = json.loads((Path(output) / "run.json").read_text())["config"]
         except (ValueError, KeyError, TypeError):
             raise fail(f"{Path(output) / 'run.json'} is damaged; resume another run.") from None
-        saved = {k: v for k, v in saved.items() if k in fields}
+        saved = {k: v for k, v in (LEGACY_DEFAULTS | saved).items() if k in fields}
         budget = {
             "total_env_steps": steps,
             "total_episodes": episodes,

@@ -65,14 +65,16 @@ def test_zero_initialised_head_leaves_the_policy_unchanged():
 
 
 @pytest.mark.parametrize("algo", ALGOS)
-def test_head_learns_a_contextual_bandit_on_a_frozen_model(algo, tmp_path):
+@pytest.mark.parametrize("head_optimizer, head_lr", [("sgd", 1.0), ("adamw", 0.05)])
+def test_head_learns_a_contextual_bandit_on_a_frozen_model(algo, head_optimizer, head_lr, tmp_path):
     extra = {"group_size": 4} if algo == "grpo" else {}
     trainer = make_trainer(
         algo,
         total_episodes=32 * 12,
         output_dir=str(tmp_path),
         train_backbone=False,
-        head_lr=0.05,
+        head_optimizer=head_optimizer,
+        head_lr=head_lr,
         learning_rate=0.05,
         **FAST,
         **extra,

@@ -54,6 +54,24 @@ def test_llm_agent_with_the_tiny_model(tiny):
     assert result["parse_rate"] == 1.0 and result["mean_return"] >= 8
 
 
+def test_sampled_llm_episodes_repeat_when_their_batches_do(tiny):
+    from llmgym.agents.policy import LLMPolicy, PolicyConfig
+    from llmgym.bench.runner import run_episodes
+
+    def play(warm_up: bool) -> list[tuple[int, float, int]]:
+        model, tokenizer = tiny
+        config = PolicyConfig(mode="score", temperature=50.0)  # the tiny model is near-greedy
+        agent = LLMAgent(LLMPolicy(model, tokenizer, config))
+        rows: list[dict] = []
+        if warm_up:  # moves the sampler on, as earlier cells of a bench worker would
+            run_episodes("Text-Blackjack-v1", agent, [100, 101, 102], rows.append, 3)
+        rows.clear()
+        run_episodes("Text-Blackjack-v1", agent, list(range(8)), rows.append, 4)
+        return sorted((r["seed"], r["return"], r["length"]) for r in rows)
+
+    assert play(warm_up=False) == play(warm_up=True)
+
+
 def test_unknown_agent_kind():
     with pytest.raises(AgentError, match="Unknown agent 'sb3-sac'"):
         make_agent("sb3-sac", "Text-CartPole-v1")

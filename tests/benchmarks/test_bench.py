@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 import typer
@@ -132,13 +133,35 @@ def test_cli_user_errors(tmp_path, args, message):
     assert "Traceback" not in result.output
 
 
+def test_cli_bench_ray_without_ray_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    args = ["bench", "--envs", "Text-CliffWalking-v1", "--output", str(tmp_path), "--ray", "local"]
+    result = CliRunner().invoke(_app(), args)
+    assert result.exit_code == 2
+    assert 'ray is not installed: pip install "llmgym[ray]".' in result.output
+
+
 def test_bench_modules_stay_light():
     import subprocess
-    import sys
 
     code = (
-        "import sys, llmgym.cli.bench, llmgym.bench.runner, llmgym.bench.report;"
-        "print(sorted(m for m in ('torch', 'stable_baselines3', 'matplotlib') if m in sys.modules))"
+        "import sys, llmgym.cli.bench, llmgym.bench.runner, llmgym.bench.report,"
+        " llmgym.bench.ray_runner; heavy = ('torch', 'stable_baselines3', 'matplotlib', 'ray');"
+        "print(sorted(m for m in heavy if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_episodes_do_not_depend_on_how_the_seeds_are_batched(tmp_path):
+    def episodes(batch_size):
+        rows = run_bench(
+            ["Text-FrozenLake-v1"],
+            ["random"],
+            episodes=12,
+            output=tmp_path / str(batch_size),
+            batch_size=batch_size,
+        )
+        return sorted((r["seed"], r["return"], r["length"]) for r in rows)
+
+    assert episodes(1) == episodes(5) == episodes(12)

@@ -34,6 +34,7 @@ import numpy as np
 import llmgym  # noqa: F401  (registers the Text-* ids)
 from llmgym.agents.returns import finite_returns, mean_ci95
 from llmgym.agents.trainers import checkpoints
+from llmgym.agents.trainers.optim import Optimizers
 from llmgym.errors import TrainingError
 
 REF_HEAD_FILE = "reference_head.safetensors"
@@ -97,8 +98,11 @@ class TrainConfig:
     train_backbone: bool = True
     """Train the language model (LoRA or full). False: it stays frozen, only the heads learn,
     and each distinct prompt's features are computed once and reused (memoised)."""
-    head_lr: float = 3e-3
-    """Learning rate of the action head."""
+    head_optimizer: str = "sgd"
+    """Optimizer of the action head: ``sgd`` (a step that follows the gradient's size;
+    ``llmgym.agents.trainers.optim``) or ``adamw`` (as the other weights)."""
+    head_lr: float | None = None
+    """Learning rate of the action head (default: 0.3 with SGD, 3e-3 with AdamW)."""
     anneal_lr: bool = False
     """Decay every learning rate linearly to 0 over the budget (as CleanRL's PPO): the last
     updates are small, so the final policy is not the noise of its last batches."""
@@ -166,8 +170,33 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
+        """A saved config (``to_dict``); fields it predates take the values that reproduce
+        the run as it was (``LEGACY_DEFAULTS``), others their defaults."""
         names = {f.name for f in dataclasses.fields(cls)}
+        values = LEGACY_DEFAULTS | values
         return cls(**{k: v for k, v in values.items() if k in names})
+
+
+#: Values of fields added after runs were saved, for configs that lack them: what those runs
+#: used (the head's optimizer was AdamW before ``head_optimizer`` existed).
+LEGACY_DEFAULTS: dict[str, Any] = {"head_optimizer": "adamw"}
+#: ``head_optimizer`` choices and their default learning rates.
+HEAD_OPTIMIZERS = {"sgd": 0.3, "adamw": 3e-3}
+
+
+def head_lr(config: TrainConfig) -> float:
+    """The action head's learning rate: ``head_lr``, else its optimizer's default.
+
+    Example:
+        >>> head_lr(TrainConfig()), head_lr(TrainConfig(head_optimizer="adamw"))
+        (0.3, 0.003)
+    """
+    if config.head_optimizer not in HEAD_OPTIMIZERS:
+        raise TrainingError(
+            f"head_optimizer must be one of {', '.join(HEAD_OPTIMIZERS)}, "
+            f"not {config.head_optimizer!r}."
+        )
+    return config.head_lr if config.head_lr is not None else HEAD_OPTIMIZERS[config.head_optimizer]
 
 
 # --------------------------------------------------------------------------------------------
@@ -439,6 +468,7 @@ class Trainer:
 
         self.torch = torch
         self.config = config
+        head_lr(config)  # a bad head_optimizer fails before the model loads
         if config.num_threads > 0:
             torch.set_num_threads(config.num_threads)
         self.run_dir = Path(config.output_dir)
@@ -475,7 +505,7 @@ class Trainer:
         self.first_eval: dict[str, Any] | None = None  # the iteration-0 evaluation of train()
         if self.policy.head is not None:
             self.extra_modules["action_head"] = self.policy.head
-            self.module_lr["action_head"] = config.head_lr
+            self.module_lr["action_head"] = head_lr(config)
         self.setup()
         self.optimizer = self._make_optimizer()
         self.logger: MetricsLogger | None = None
@@ -565,15 +595,23 @@ class Trainer:
 
     def _make_optimizer(self, lr: float | None = None) -> Any:
         """AdamW with the language model's trainable weights as group 0 (``lr``) and one
-        group per extra module at its own rate (``module_lr``)."""
+        group per extra module at its own rate (``module_lr``); the action head in its own
+        SGD when ``head_optimizer`` is ``sgd``."""
+        torch = self.torch
         lr = lr or self.config.learning_rate
         groups = [{"params": [p for p in self.model.parameters() if p.requires_grad], "lr": lr}]
+        sgd = []
         for name, module in self.extra_modules.items():
             params = [p for p in module.parameters() if p.requires_grad]
-            groups.append({"params": params, "lr": self.module_lr.get(name, lr)})
-        for group in groups:
+            group = {"params": params, "lr": self.module_lr.get(name, lr)}
+            own = name == "action_head" and self.config.head_optimizer == "sgd"
+            (sgd if own else groups).append(group)
+        for group in groups + sgd:
             group["initial_lr"] = group["lr"]
-        return self.torch.optim.AdamW(groups, weight_decay=self.config.weight_decay)
+        optimizers = [torch.optim.AdamW(groups, weight_decay=self.config.weight_decay)]
+        if sgd:
+            optimizers.append(torch.optim.SGD(sgd))
+        return Optimizers(optimizers)
 
     def _anneal(self) -> None:
         """``anneal_lr``: every group's rate at ``(1 - spent / budget)`` of its initial one."""

@@ -1,0 +1,163 @@
+"""The bench on Ray: every (env, agent, chunk of seeds) is a Ray task.
+
+``run_bench_ray`` splits each cell's pending seeds into chunks of ``chunk_size`` (default
+``batch_size``) and submits one task per chunk; a worker plays its chunk with the serial
+runner's ``run_episodes`` and returns the rows. Only the driver writes: rows go through the
+same ``EpisodeLog`` as the serial bench, as tasks finish, so ``episodes.jsonl`` resumes the
+same way and an episode is recorded once even if a retried task plays it again. A task whose
+worker dies is retried (``MAX_RETRIES``); an error the agent raises is not.
+
+Each worker process keeps the agents it built (``cached_agent``): an LLM agent, which plays
+any env, is built once per spec and worker, so its model is loaded once; a reference agent
+once per (spec, env). Agents that sample are seeded per episode (see
+``llmgym.bench.runner``), so the rows equal the serial run's, timing aside, whatever the
+chunks; a sampling LLM agent restarts its sampler per batch, so its rows equal the serial
+run's when ``chunk_size`` is a multiple of ``batch_size`` (the default) on a fresh output.
+
+Ray is optional (``pip install "llmgym[ray]"``); this module imports it only when called. On
+a cluster, every node needs llmgym (and the agents' models) installed.
+
+Example:
+    >>> chunks(range(5), 2)
+    [[0, 1], [2, 3], [4]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from llmgym.agents.registry import AgentError, TextAgent, check_agent_name, make_agent
+from llmgym.bench.runner import (
+    Callback,
+    EpisodeLog,
+    exact_row,
+    pending_seeds,
+    run_episodes,
+    wants_exact,
+)
+
+#: How often Ray reruns a task whose worker process died (killed, out of memory, node lost).
+MAX_RETRIES = 3
+#: A worker's agents, by (name, env or None for LLM agents, seed); see ``cached_agent``.
+_AGENTS: dict[tuple[str, str | None, int], TextAgent] = {}
+
+
+class RayBenchError(RuntimeError):
+    """A Ray task failed for good (its worker died on every retry)."""
+
+
+def chunks(seeds: Sequence[int], size: int) -> list[list[int]]:
+    """``seeds`` in consecutive pieces of ``size``."""
+    seeds = list(seeds)
+    return [seeds[i : i + size] for i in range(0, len(seeds), size)]
+
+
+def cached_agent(name: str, env_id: str, seed: int) -> TextAgent:
+    """This process's agent for a cell, built on first use. LLM agents do not depend on the
+    env, so one per spec serves every env (one loaded model per worker)."""
+    key = (name, None if name.partition(":")[0] == "llm" else env_id, seed)
+    if key not in _AGENTS:
+        _AGENTS[key] = make_agent(name, env_id, seed=seed)
+    return _AGENTS[key]
+
+
+def play_chunk(
+    env_id: str, agent_name: str, seeds: Sequence[int], seed: int, batch_size: int
+) -> dict[str, Any]:
+    """A task: ``{"rows": [...]}`` for the episodes ``seeds``, or ``{"skip": reason}`` when
+    the agent cannot play the env."""
+    try:
+        agent = cached_agent(agent_name, env_id, seed)
+    except AgentError as err:
+        return {"skip": str(err)}
+    rows: list[dict[str, Any]] = []
+    run_episodes(env_id, agent, seeds, rows.append, batch_size)
+    return {"rows": rows}
+
+
+def exact_chunk(env_id: str, agent_name: str, seed: int) -> dict[str, Any]:
+    """A task: ``{"exact": exact_row}`` for a cell, or ``{"skip": reason}``."""
+    try:
+        agent = cached_agent(agent_name, env_id, seed)
+    except AgentError as err:
+        return {"skip": str(err)}
+    return {"exact": exact_row(env_id, agent_name, agent)}
+
+
+def _result(ray: Any, ref: Any, cell: tuple[str, str]) -> dict[str, Any]:
+    """A task's result; the agent's own error is raised as itself, a dead worker as one
+    sentence."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as err:
+        cause = getattr(err, "cause", None)
+        raise cause if isinstance(cause, Exception) else RayBenchError(str(err)) from None
+    except ray.exceptions.RayError as err:
+        raise RayBenchError(
+            f"The Ray task for {cell[1]} on {cell[0]} failed after {MAX_RETRIES} retries "
+            f"({type(err).__name__}); rerun to resume."
+        ) from None
+
+
+def run_bench_ray(
+    env_ids: Sequence[str],
+    agents: Sequence[str],
+    *,
+    episodes: int | None = None,
+    seed: int = 0,
+    output: Path = Path("benchmarks/results"),
+    batch_size: int = 32,
+    chunk_size: int | None = None,
+    address: str | None = None,
+    on_episode: Callback | None = None,
+    on_skip: Callable[[str, str, str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """``llmgym.bench.runner.run_bench`` with the cells' chunks as Ray tasks; the new rows.
+
+    Uses the Ray session already started in this process, else ``ray.init(address=address)``
+    (``None``: join the cluster this machine runs, or start a local one; ``"local"``: always
+    a new local one; ``"HOST:6379"``: a cluster's head), shut down again at the end.
+    ``on_skip(env, agent, reason)`` is called once per cell an agent cannot play.
+    """
+    import ray
+
+    for name in agents:
+        check_agent_name(name)
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    options = {"max_retries": MAX_RETRIES, "retry_exceptions": False}
+    play = ray.remote(**options)(play_chunk)
+    exact = ray.remote(**options)(exact_chunk)
+    pending: dict[Any, tuple[str, str]] = {}
+    try:
+        with EpisodeLog(output, on_episode) as log:
+            todo = pending_seeds(env_ids, agents, episodes, seed, log.done)
+            for (env_id, agent_name), seeds in todo.items():
+                for part in chunks(seeds, chunk_size or batch_size):
+                    ref = play.remote(env_id, agent_name, part, seed, batch_size)
+                    pending[ref] = (env_id, agent_name)
+                if wants_exact(env_id, agent_name, log.exact_done):
+                    pending[exact.remote(env_id, agent_name, seed)] = (env_id, agent_name)
+            skipped: set[tuple[str, str]] = set()
+            while pending:
+                (ref,), _ = ray.wait(list(pending), num_returns=1)
+                cell = pending.pop(ref)
+                result = _result(ray, ref, cell)
+                if "skip" in result and cell not in skipped:
+                    skipped.add(cell)
+                    if on_skip is None:
+                        raise AgentError(result["skip"])
+                    on_skip(*cell, result["skip"])
+                for row in result.get("rows", []):
+                    log.write(row)
+                if "exact" in result:
+                    log.write_exact(result["exact"])
+        return log.new_rows
+    finally:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        if started:
+            ray.shutdown()
