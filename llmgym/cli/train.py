@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shlex
@@ -78,7 +79,7 @@ def train(
     """Train an LLM agent with online RL (LoRA) in a text env; log, checkpoint, evaluate, plot."""
     try:
         from llmgym.agents.trainers import ALGOS, checkpoints, config_class, trainer_class
-        from llmgym.agents.trainers.base import EVAL_SEED_BASE, LEGACY_DEFAULTS
+        from llmgym.agents.trainers.base import EVAL_SEED_BASE
     except ImportError as error:
         raise fail(
             f"Training needs the train extra ({error.name} is missing): "
@@ -102,7 +103,6 @@ def train(
     if result_json:
         check_output_file(result_json, "--result-json")
     cls = config_class(algo)
-    fields = {f for f in cls.__dataclass_fields__}
     values: dict[str, Any] = dict(
         env_id=env_id,
         env_kwargs=key_values(env_kwarg, "--env-kwarg"),
@@ -132,14 +132,13 @@ def train(
             saved = json.loads((Path(output) / "run.json").read_text())["config"]
         except (ValueError, KeyError, TypeError):
             raise fail(f"{Path(output) / 'run.json'} is damaged; resume another run.") from None
-        saved = {k: v for k, v in (LEGACY_DEFAULTS | saved).items() if k in fields}
         budget = {
             "total_env_steps": steps,
             "total_episodes": episodes,
             "progress": not no_progress,
             "output_dir": output,  # the run may have been moved or copied
         }
-        values = saved | budget
+        values = dataclasses.asdict(cls.from_dict(saved | budget))
     config = cls(**values)
     command = "llmgym " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     start = time.perf_counter()

@@ -37,3 +37,6 @@ def test_sgd_head_is_its_own_optimizer_and_bad_names_fail_early(tmp_path):
     assert trainer.optimizer.param_groups[-1]["lr"] == 0.3
     with pytest.raises(TrainingError, match="head_optimizer must be one of sgd, adamw"):
         make_trainer("ppo", head_optimizer="lion", **common)
+    for bad in ("fast", -0.1, float("nan")):
+        with pytest.raises(TrainingError, match="head_lr must be a"):
+            make_trainer("ppo", head_lr=bad, **common)

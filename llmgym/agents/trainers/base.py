@@ -196,7 +196,13 @@ def head_lr(config: TrainConfig) -> float:
             f"head_optimizer must be one of {', '.join(HEAD_OPTIMIZERS)}, "
             f"not {config.head_optimizer!r}."
         )
-    return config.head_lr if config.head_lr is not None else HEAD_OPTIMIZERS[config.head_optimizer]
+    if config.head_lr is None:
+        return HEAD_OPTIMIZERS[config.head_optimizer]
+    if isinstance(config.head_lr, bool) or not isinstance(config.head_lr, (int, float)):
+        raise TrainingError(f"head_lr must be a number, not {config.head_lr!r}.")
+    if not math.isfinite(config.head_lr) or config.head_lr <= 0:
+        raise TrainingError(f"head_lr must be a positive number, not {config.head_lr!r}.")
+    return float(config.head_lr)
 
 
 # --------------------------------------------------------------------------------------------
@@ -738,7 +744,6 @@ class Trainer:
         self,
         indices: Sequence[int],
         loss_fn: Callable[[list[int]], tuple[Any, dict[str, float]]],
-        lr: float | None = None,
     ) -> dict[str, float] | None:
         """One optimizer step over ``indices``, accumulated over micro-batches.
 
@@ -761,9 +766,6 @@ class Trainer:
         norm = torch.nn.utils.clip_grad_norm_(params, self.config.max_grad_norm)
         if not torch.isfinite(norm):
             return self._skip("non-finite gradient")
-        if lr is not None:
-            for group in self.optimizer.param_groups:
-                group["lr"] = lr
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         totals["losses/grad_norm"] = float(norm)
@@ -987,8 +989,19 @@ class Trainer:
                 "train/skipped_updates": self.skipped_updates,
                 "train/ent_coef": self.ent_coef,
                 "train/lr": self.optimizer.param_groups[0]["lr"],
+                **self._module_rates(),
             }
         )
+
+    def _module_rates(self) -> dict[str, float]:
+        """``train/lr_<module>``: the current rate of each extra module (action head, critic)."""
+        rates = {}
+        for name, module in self.extra_modules.items():
+            first = next(module.parameters(), None)
+            for group in self.optimizer.param_groups:
+                if any(p is first for p in group["params"]):
+                    rates[f"train/lr_{name}"] = group["lr"]
+        return rates
 
     def _refresh_head_features(self, episodes: list[Episode]) -> None:
         """Add the batch's hidden states to the head's whitening statistics and refresh the map

@@ -93,17 +93,6 @@ class PPOTrainer(Trainer):
         self.module_lr["value_head"] = self.config.value_lr
         self._np_rng = np.random.default_rng(self.config.seed + 1)
 
-    def optimize(self, indices, loss_fn, lr=None):  # type: ignore[override]
-        # The SFT warm start passes its own lr: keep the heads' rates untouched.
-        if lr is None:
-            return super().optimize(indices, loss_fn)
-        old = self.optimizer.param_groups[0]["lr"]
-        self.optimizer.param_groups[0]["lr"] = lr
-        try:
-            return super().optimize(indices, loss_fn)
-        finally:
-            self.optimizer.param_groups[0]["lr"] = old
-
     def value(self, hidden: Any) -> Any:
         features = self.policy.features(hidden)
         features = features.detach() if self.config.value_detach else features
