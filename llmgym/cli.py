@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 import llmgym
-from llmgym import cli_bench, cli_eval, cli_serve, cli_train
+from llmgym import cli_bench, cli_eval, cli_export, cli_serve, cli_train
 from llmgym.cli_checks import fail  # also imported from here by the other command modules
 
 app = typer.Typer(
@@ -119,6 +119,7 @@ cli_eval.register(app)
 cli_bench.register(app)
 cli_train.register(app)  # train, plot
 cli_serve.register(app)
+cli_export.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:
