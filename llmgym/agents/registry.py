@@ -136,7 +136,7 @@ def _llm(
 ) -> LLMAgent:
     """``llm:MODEL[@CHECKPOINT][,key=value...]``: the options after commas override ``config``
     (``llm:smollm2-135m,mode=generate,temperature=0.7``)."""
-    from llmgym.agents.models import DEFAULT_MODEL, load_model
+    from llmgym.agents.models import DEFAULT_MODEL, load_model, load_tokenizer
     from llmgym.agents.policy import LLMPolicy, PolicyConfig
 
     model_ref, *pairs = (argument or DEFAULT_MODEL).split(",")
@@ -154,6 +154,14 @@ def _llm(
         mode=mode, seed=seed, **{k: v for k, v in config.items() if k in known and v is not None}
     )
     model_name, _, checkpoint = model_ref.partition("@")
+    if policy_config.backend == "vllm":  # the server holds the weights: load the tokenizer
+        if checkpoint:
+            raise AgentError(
+                f"A run acts through vLLM once exported: `llmgym export {checkpoint} DIR "
+                "--merge`, serve DIR with vLLM, and pass llm:DIR."
+            )
+        tokenizer = load_tokenizer(model_name or DEFAULT_MODEL)
+        return LLMAgent(LLMPolicy(None, tokenizer, policy_config), name=f"llm:{argument}")
     if checkpoint:  # the run's own config names the base model
         from llmgym.agents.trainers import load_trained_policy
         from llmgym.agents.trainers.base import TrainingError
