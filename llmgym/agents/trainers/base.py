@@ -33,8 +33,8 @@ import numpy as np
 
 import llmgym  # noqa: F401  (registers the Text-* ids)
 from llmgym.agents.returns import finite_returns
-from llmgym.agents.trainers.optim import Optimizers
 from llmgym.agents.trainers import checkpoints
+from llmgym.agents.trainers.optim import Optimizers
 
 REF_HEAD_FILE = "reference_head.safetensors"
 TRAINING_STATS = ("count", "total", "outer")  # the whitener's statistics: only for training
