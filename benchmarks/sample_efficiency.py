@@ -9,9 +9,9 @@ Same env, same budget, same evaluation for every curve:
 * CartPole: greedy mean return over 20 fixed episodes, seeds ``1_000_000 + i`` (the text env,
   SB3 mapping ``raw_obs`` to an action).
 
-SB3 trains fresh models with the recipes of ``llmgym.agents.sb3.HYPERPARAMS`` for the budget
-below (``learning_curve``), several seeds. LLM curves are read from ``llmgym train`` runs:
-a run directory (its ``metrics.csv``), such a CSV, or a result record
+SB3 trains fresh models with the catalog's recipes (``llmgym.agents.sb3.HYPERPARAMS``) for
+the budget below (``learning_curve``), several seeds. LLM curves are read from ``llmgym train``
+runs: a run directory (its ``metrics.csv``), such a CSV, or a result record
 (``benchmarks/results/rl/*.json``, whose curve is the CSV of the same name beside it; without
 one, its start and final values). Writes ``benchmarks/results/sample_efficiency.json`` and
 ``.png`` and prints the table of env steps to reach the target.

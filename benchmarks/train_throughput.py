@@ -46,7 +46,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "score-lora-head": {"mode": "score", "train_backbone": True, "action_head": True},
     "generate-lora": {"mode": "generate", "train_backbone": True, "action_head": False},
 }
-COMMON = {"update_epochs": 4, "temperature": 2.0, "ent_coef": 0.05, "head_lr": 3e-3}
+COMMON = {"update_epochs": 4, "temperature": 2.0, "ent_coef": 0.05}
 #: Episodes per iteration: Blackjack episodes last ~1.5 steps, CartPole ones ~20.
 EPISODES = {"Text-Blackjack-v1": 32, "Text-CartPole-v1": 4}
 #: TrainConfig fields copied into the results.

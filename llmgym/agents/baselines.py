@@ -30,69 +30,13 @@ import numpy as np
 from gymnasium import spaces
 
 from llmgym.agents.planning import blackjack_solution, solve_tabular
-from llmgym.agents.registry import AgentError
-from llmgym.envs.registration import describer_for
+from llmgym.agents.text_agent import BaselineAgent, format_action
+from llmgym.envs.catalog import CATALOG
+from llmgym.envs.registration import DEFAULT_MAX_STEPS, base_env_id, make_eval_env
+from llmgym.errors import AgentError
 
-#: Step cap for envs registered without a time limit (CliffWalking), in training and benches.
-DEFAULT_MAX_STEPS = 200
 #: Names ``make_baseline`` accepts.
 BASELINE_NAMES = ("random", "optimal", "sb3-ppo", "sb3-dqn", "sb3-a2c")
-
-
-def base_env_id(env_id: str) -> str:
-    """The base env id of a ``Text-*`` id (other ids are returned unchanged).
-
-    Example:
-        >>> base_env_id("Text-CartPole-v1"), base_env_id("CartPole-v1")
-        ('CartPole-v1', 'CartPole-v1')
-    """
-    return env_id.removeprefix("Text-")
-
-
-def format_action(action: Any, names: Sequence[str] | None, start: int = 0) -> str:
-    """The JSON answer an LLM is asked to write, for a base action.
-
-    Example:
-        >>> format_action(1, ["LEFT", "RIGHT"]), format_action(np.array([0.5]), None)
-        ('{"action": "RIGHT"}', '{"action": [0.5]}')
-    """
-    if names:
-        return json.dumps({"action": names[int(action) - start]})
-    values = np.asarray(action, dtype=float).ravel()
-    return json.dumps({"action": [round(float(v), 6) for v in values]})
-
-
-class BaselineAgent:
-    """Base of the reference agents: subclasses implement ``act(raw_obs)``; text and batched
-    actions follow from it. ``env`` is the base env (or its text twin) the agent will play."""
-
-    name = "baseline"
-
-    def __init__(self, env: gym.Env) -> None:
-        base = env.unwrapped
-        self.action_space = base.action_space
-        self.observation_space = base.observation_space
-        self.names = describer_for(base).action_names(base)
-        self.start = int(getattr(self.action_space, "start", 0))
-
-    def act(self, raw_obs: Any) -> Any:
-        """A base action for a base observation."""
-        raise NotImplementedError
-
-    def act_many(self, raw_observations: Sequence[Any]) -> list[Any]:
-        """Base actions for several base observations (override to batch a model)."""
-        return [self.act(obs) for obs in raw_observations]
-
-    def act_text(self, obs_text: str, info: dict[str, Any]) -> str:
-        """The action string for a text observation, read from ``info["raw_obs"]``."""
-        return self.act_batch([obs_text], [info])[0]
-
-    def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
-        actions = self.act_many([info["raw_obs"] for info in infos])
-        return [format_action(a, self.names, self.start) for a in actions]
-
-    def reset(self, indices: Sequence[int] | None = None) -> None:
-        """Reference agents are memoryless."""
 
 
 class RandomAgent(BaselineAgent):
@@ -231,27 +175,21 @@ def pendulum_controller(obs: Any) -> np.ndarray:
     return np.array([np.clip(torque, -2.0, 2.0)], dtype=np.float32)
 
 
-#: The optimal or heuristic agent of each base env, keyed by the unwrapped class name; each
-#: entry builds the policy function from the env.
-OPTIMAL: dict[str, Callable[[gym.Env], Callable[[Any], Any]]] = {
-    "BlackjackEnv": _blackjack,  # exact dynamic programming
-    "FrozenLakeEnv": _tabular,  # value iteration on env.unwrapped.P
-    "TaxiEnv": _tabular,
-    "CliffWalkingEnv": _tabular,
-    "CartPoleEnv": lambda env: cartpole_controller,  # heuristics below
-    "MountainCarEnv": lambda env: mountain_car_controller,
-    "Continuous_MountainCarEnv": lambda env: mountain_car_continuous_controller,
-    "AcrobotEnv": lambda env: acrobot_controller,
-    "PendulumEnv": lambda env: pendulum_controller,
+#: The optimal or heuristic agents, by the name a catalog entry's ``expert`` gives; each
+#: builds the policy function (base observation -> base action) from the env.
+EXPERTS: dict[str, Callable[[gym.Env], Callable[[Any], Any]]] = {
+    "blackjack": _blackjack,  # exact dynamic programming
+    "tabular": _tabular,  # value iteration on env.unwrapped.P
+    "cartpole": lambda env: cartpole_controller,  # heuristics
+    "mountain_car": lambda env: mountain_car_controller,
+    "mountain_car_continuous": lambda env: mountain_car_continuous_controller,
+    "acrobot": lambda env: acrobot_controller,
+    "pendulum": lambda env: pendulum_controller,
 }
-
-
-def make_eval_env(env_id: str, **kwargs: Any) -> gym.Env:
-    """``gym.make(env_id)`` with a ``DEFAULT_MAX_STEPS`` cap where the registry has no time
-    limit, so that no agent can loop forever (CliffWalking)."""
-    if gym.spec(env_id).max_episode_steps is None and "max_episode_steps" not in kwargs:
-        kwargs["max_episode_steps"] = DEFAULT_MAX_STEPS
-    return gym.make(env_id, **kwargs)
+#: The expert of each base env, keyed by the unwrapped class name (from the catalog).
+OPTIMAL: dict[str, Callable[[gym.Env], Callable[[Any], Any]]] = {
+    e.env_class: EXPERTS[e.expert] for e in CATALOG if e.env_class and e.expert
+}
 
 
 def make_baseline(name: str, env_id: str, seed: int = 0, **env_kwargs: Any) -> BaselineAgent:
@@ -270,7 +208,7 @@ def make_baseline(name: str, env_id: str, seed: int = 0, **env_kwargs: Any) -> B
         >>> make_baseline("oracle", "CartPole-v1")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        llmgym.agents.registry.AgentError: Unknown baseline 'oracle': use one of random, ...
+        llmgym.errors.AgentError: Unknown baseline 'oracle': use one of random, ...
     """
     if name not in BASELINE_NAMES:
         raise AgentError(f"Unknown baseline {name!r}: use one of {', '.join(BASELINE_NAMES)}.")
@@ -290,3 +228,18 @@ def make_baseline(name: str, env_id: str, seed: int = 0, **env_kwargs: Any) -> B
     if build is None:
         raise AgentError(f"No optimal or heuristic agent for {env_id}; try sb3-ppo instead.")
     return PolicyAgent(env, build(env), "optimal")
+
+
+__all__ = [
+    "BASELINE_NAMES",
+    "DEFAULT_MAX_STEPS",
+    "EXPERTS",
+    "OPTIMAL",
+    "BaselineAgent",
+    "PolicyAgent",
+    "RandomAgent",
+    "base_env_id",
+    "format_action",
+    "make_baseline",
+    "make_eval_env",
+]

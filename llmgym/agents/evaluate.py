@@ -16,7 +16,6 @@ Example:
 from __future__ import annotations
 
 import json
-import math
 import platform
 import time
 from pathlib import Path
@@ -26,25 +25,12 @@ import gymnasium as gym
 import numpy as np
 from rich.progress import Progress
 
-from llmgym.agents.baselines import make_eval_env
-from llmgym.agents.registry import TextAgent, make_agent
-from llmgym.agents.returns import finite_returns
+from llmgym.agents.registry import make_agent
+from llmgym.agents.returns import finite_returns, mean_ci95
+from llmgym.agents.text_agent import TextAgent
+from llmgym.envs.registration import make_eval_env
 
 MODES = ("score", "generate")
-
-
-def summarize(returns: list[float]) -> tuple[float, float]:
-    """(mean, half-width of the 95 % confidence interval).
-
-    Example:
-        >>> mean, ci95 = summarize([1.0, -1.0] * 50)
-        >>> round(mean, 3), round(ci95, 3)
-        (0.0, 0.197)
-    """
-    mean = float(np.mean(returns))
-    if len(returns) < 2:
-        return mean, float("nan")
-    return mean, 1.96 * float(np.std(returns, ddof=1)) / math.sqrt(len(returns))
 
 
 def evaluate(
@@ -126,7 +112,7 @@ def evaluate(
         raise ValueError(
             f"Every episode of {name} on {env_id} had a non-finite return; no mean to report."
         )
-    mean, ci95 = summarize(finite)
+    mean, ci95 = mean_ci95(finite)
     result = {
         "env_id": env_id,
         "agent": name,
@@ -248,4 +234,4 @@ def format_result(result: dict[str, Any]) -> str:
     )
 
 
-__all__ = ["evaluate", "evaluate_exact", "format_result", "summarize"]
+__all__ = ["evaluate", "evaluate_exact", "format_result"]

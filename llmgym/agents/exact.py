@@ -32,9 +32,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from llmgym.agents.baselines import RandomAgent, make_eval_env
+from llmgym.agents.baselines import RandomAgent
 from llmgym.agents.planning import Transitions, blackjack_mdp, evaluate_tabular
-from llmgym.agents.registry import AgentError, TextAgent
+from llmgym.agents.text_agent import TextAgent
+from llmgym.envs.registration import make_eval_env
+from llmgym.errors import AgentError
 from llmgym.wrappers.history import HistoryWrapper
 from llmgym.wrappers.text_action import TextAction
 from llmgym.wrappers.text_observation import TextObservation

@@ -26,11 +26,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from llmgym.errors import ModelNotFoundError
+
 DEFAULT_MODEL = "smollm2-135m"
-
-
-class ModelNotFoundError(ValueError):
-    """A model name that is neither registered, a local directory, nor loadable from the Hub."""
 
 
 @dataclass(frozen=True)

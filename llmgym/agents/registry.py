@@ -24,26 +24,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
-
-class TextAgent(Protocol):
-    """What ``evaluate`` and the bench runner need from an agent."""
-
-    name: str
-
-    def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
-        """One answer string per env."""
-        ...
-
-    def reset(self, indices: Sequence[int] | None = None) -> None:
-        """Envs ``indices`` start new episodes (forget their history)."""
-        ...
-
-
-class AgentError(ValueError):
-    """A user-facing error: an unknown agent name, or an agent that cannot play an env."""
-
+from llmgym.agents.text_agent import TextAgent
+from llmgym.errors import AgentError, TrainingError
 
 AgentFactory = Callable[..., TextAgent]
 AGENTS: dict[str, AgentFactory] = {}
@@ -164,7 +148,6 @@ def _llm(
         return LLMAgent(LLMPolicy(None, tokenizer, policy_config), name=f"llm:{argument}")
     if checkpoint:  # the run's own config names the base model
         from llmgym.agents.trainers import load_trained_policy
-        from llmgym.agents.trainers.base import TrainingError
 
         try:
             policy = load_trained_policy(checkpoint, device=device, policy_config=policy_config)

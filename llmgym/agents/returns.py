@@ -1,11 +1,13 @@
 """Episode returns that can be averaged: non-finite ones (a broken reward function) are
-counted, warned about and left out, so no NaN mean is ever reported.
+counted, warned about and left out, so no NaN mean is ever reported; and the one mean with
+its 95 % confidence interval that training, ``llmgym eval`` and the SFT references report.
 
 Example:
     >>> import warnings
     >>> with warnings.catch_warnings(record=True):
-    ...     finite_returns([1.0, float("nan"), 0.0])
-    [1.0, 0.0]
+    ...     finite = finite_returns([1.0, float("nan"), 0.0])
+    >>> finite, mean_ci95(finite)[0]
+    ([1.0, 0.0], 0.5)
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+
+import numpy as np
 
 
 def finite_returns(returns: Sequence[float]) -> list[float]:
@@ -28,4 +32,23 @@ def finite_returns(returns: Sequence[float]) -> list[float]:
     return finite
 
 
-__all__ = ["finite_returns"]
+def mean_ci95(values: Sequence[float]) -> tuple[float, float]:
+    """The mean and the half-width of its 95 % confidence interval (normal approximation:
+    1.96 standard errors); the half-width is NaN below two values, both are NaN for none.
+
+    Example:
+        >>> mean, half = mean_ci95([1.0, -1.0] * 50)
+        >>> round(mean, 3), round(half, 3)
+        (0.0, 0.197)
+        >>> mean_ci95([2.0]), mean_ci95([])
+        ((2.0, nan), (nan, nan))
+    """
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        return math.nan, math.nan
+    if data.size == 1:
+        return float(data[0]), math.nan
+    return float(data.mean()), 1.96 * float(data.std(ddof=1)) / math.sqrt(data.size)
+
+
+__all__ = ["finite_returns", "mean_ci95"]

@@ -8,10 +8,10 @@ evaluated on the ``Text-*`` twin with the same seeds as every other agent.
 Models are cached under ``$LLMGYM_CACHE`` (default ``~/.cache/llmgym/baselines``) as
 ``<env>-<algo>-s<seed>-<hash>.safetensors`` (the policy network's weights) plus a ``.json``
 recipe of how they were trained; the hash covers the hyperparameters and env kwargs, so
-editing ``HYPERPARAMS`` retrains. Loading never unpickles: the policy is rebuilt from the
-known algorithm class and this module's recipe, and the weights are loaded with
-``strict=True``. SB3's own ``.zip`` files (pickles inside) are never read; an old zip cache or
-any file that is not what llmgym wrote is refused with one sentence.
+editing a recipe (an entry's ``sb3`` in ``llmgym.envs.catalog``) retrains. Loading never
+unpickles: the policy is rebuilt from the known algorithm class and its recipe, and the
+weights are loaded with ``strict=True``. SB3's own ``.zip`` files (pickles inside) are never
+read; an old zip cache or any file that is not what llmgym wrote is refused with one sentence.
 
 Run: ``llmgym baselines train CartPole-v1 --algo ppo`` (stable-baselines3 needs the
 ``baselines`` extra: ``pip install "llmgym[baselines]"``).
@@ -25,7 +25,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,201 +33,19 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from llmgym.agents.baselines import BaselineAgent, make_eval_env
-from llmgym.agents.registry import AgentError
+from llmgym.agents.text_agent import BaselineAgent
+from llmgym.envs.catalog import CATALOG, SB3Config
+from llmgym.envs.registration import base_env_id, make_eval_env
+from llmgym.errors import AgentError
 
 ALGOS = ("ppo", "dqn", "a2c")
 #: Written into every cached recipe and weights file; anything else is refused.
 CACHE_FORMAT = "llmgym-sb3-policy-v1"
 
 
-@dataclass(frozen=True)
-class SB3Config:
-    """How one (env, algo) baseline is trained."""
-
-    n_timesteps: int
-    """Environment steps of training."""
-    source: str
-    """Where the hyperparameters come from (rl-baselines3-zoo, and how we departed)."""
-    n_envs: int = 1
-    """Parallel envs (DummyVecEnv)."""
-    hyperparams: dict[str, Any] = field(default_factory=dict)
-    """Keyword arguments of the SB3 algorithm; ``"lin_X"`` is a linear schedule from X to 0."""
-
-
-_ZOO = "rl-baselines3-zoo"
-_NO_NORM = "without VecNormalize"
-# Ours, for the tabular toy-text envs (the zoo has none): one-hot states, a few envs in
-# parallel, a little entropy to keep exploring sparse rewards.
-_PPO_TOY = dict(n_steps=256, batch_size=256, n_epochs=10, gamma=0.99, ent_coef=0.01)
-_DQN_TOY = dict(
-    learning_rate=1e-3,
-    buffer_size=50_000,
-    learning_starts=1_000,
-    batch_size=64,
-    gamma=0.99,
-    target_update_interval=500,
-    train_freq=4,
-    gradient_steps=1,
-    exploration_fraction=0.3,
-    exploration_final_eps=0.05,
-    policy_kwargs=dict(net_arch=[64, 64]),
-)
-_DQN_ZOO_ACROBOT = dict(
-    learning_rate=6.3e-4,
-    batch_size=128,
-    buffer_size=50_000,
-    learning_starts=0,
-    gamma=0.99,
-    target_update_interval=250,
-    train_freq=4,
-    gradient_steps=-1,
-    exploration_fraction=0.12,
-    exploration_final_eps=0.1,
-    policy_kwargs=dict(net_arch=[256, 256]),
-)
-
-#: (base env id, algo) -> training recipe. Budgets are cut where the zoo's would take more
-#: than a few minutes on a 2-core CPU; the ``source`` says so. Unlisted pairs use SB3's
-#: defaults for 50k steps.
+#: (base env id, algo) -> training recipe, from the catalog's ``sb3`` recipes.
 HYPERPARAMS: dict[tuple[str, str], SB3Config] = {
-    # ---- PPO
-    ("CartPole-v1", "ppo"): SB3Config(
-        50_000,
-        f"{_ZOO} (1e5 steps there)",
-        n_envs=8,
-        hyperparams=dict(
-            n_steps=32,
-            batch_size=256,
-            gae_lambda=0.8,
-            gamma=0.98,
-            n_epochs=20,
-            ent_coef=0.0,
-            learning_rate="lin_0.001",
-            clip_range="lin_0.2",
-        ),
-    ),
-    ("Acrobot-v1", "ppo"): SB3Config(
-        100_000,
-        f"{_ZOO} {_NO_NORM} (1e6 steps there)",
-        n_envs=16,
-        hyperparams=dict(n_steps=256, gae_lambda=0.94, gamma=0.99, n_epochs=4, ent_coef=0.0),
-    ),
-    ("MountainCar-v0", "ppo"): SB3Config(
-        50_000,
-        f"{_ZOO} {_NO_NORM} (1e6 steps there)",
-        n_envs=16,
-        hyperparams=dict(n_steps=16, gae_lambda=0.98, gamma=0.99, n_epochs=4, ent_coef=0.0),
-    ),
-    ("MountainCarContinuous-v0", "ppo"): SB3Config(
-        20_000,
-        f"{_ZOO} {_NO_NORM}",
-        hyperparams=dict(
-            batch_size=256,
-            n_steps=8,
-            gamma=0.9999,
-            learning_rate=7.77e-05,
-            ent_coef=0.00429,
-            clip_range=0.1,
-            n_epochs=10,
-            gae_lambda=0.9,
-            max_grad_norm=5,
-            vf_coef=0.19,
-            use_sde=True,
-            policy_kwargs=dict(log_std_init=-3.29, ortho_init=False),
-        ),
-    ),
-    ("Pendulum-v1", "ppo"): SB3Config(
-        100_000,
-        _ZOO,
-        n_envs=4,
-        hyperparams=dict(
-            n_steps=1024,
-            gae_lambda=0.95,
-            gamma=0.9,
-            n_epochs=10,
-            ent_coef=0.0,
-            learning_rate=1e-3,
-            clip_range=0.2,
-            use_sde=True,
-            sde_sample_freq=4,
-        ),
-    ),
-    ("Blackjack-v1", "ppo"): SB3Config(
-        50_000, "llmgym", n_envs=8, hyperparams={**_PPO_TOY, "gamma": 1.0}
-    ),
-    ("FrozenLake-v1", "ppo"): SB3Config(50_000, "llmgym", n_envs=8, hyperparams=_PPO_TOY),
-    ("FrozenLake8x8-v1", "ppo"): SB3Config(100_000, "llmgym", n_envs=8, hyperparams=_PPO_TOY),
-    ("Taxi-v4", "ppo"): SB3Config(100_000, "llmgym", n_envs=8, hyperparams=_PPO_TOY),
-    ("CliffWalking-v1", "ppo"): SB3Config(50_000, "llmgym", n_envs=8, hyperparams=_PPO_TOY),
-    # ---- DQN
-    ("CartPole-v1", "dqn"): SB3Config(
-        50_000,
-        _ZOO,
-        hyperparams=dict(
-            learning_rate=2.3e-3,
-            batch_size=64,
-            buffer_size=100_000,
-            learning_starts=1000,
-            gamma=0.99,
-            target_update_interval=10,
-            train_freq=256,
-            gradient_steps=128,
-            exploration_fraction=0.16,
-            exploration_final_eps=0.04,
-            policy_kwargs=dict(net_arch=[256, 256]),
-        ),
-    ),
-    ("Acrobot-v1", "dqn"): SB3Config(
-        50_000, f"{_ZOO} (1e5 steps there)", hyperparams=_DQN_ZOO_ACROBOT
-    ),
-    ("MountainCar-v0", "dqn"): SB3Config(
-        120_000,
-        _ZOO,
-        hyperparams=dict(
-            learning_rate=4e-3,
-            batch_size=128,
-            buffer_size=10_000,
-            learning_starts=1000,
-            gamma=0.98,
-            target_update_interval=600,
-            train_freq=16,
-            gradient_steps=8,
-            exploration_fraction=0.2,
-            exploration_final_eps=0.07,
-            policy_kwargs=dict(net_arch=[256, 256]),
-        ),
-    ),
-    ("Blackjack-v1", "dqn"): SB3Config(50_000, "llmgym", hyperparams={**_DQN_TOY, "gamma": 1.0}),
-    ("FrozenLake-v1", "dqn"): SB3Config(50_000, "llmgym", hyperparams=_DQN_TOY),
-    ("FrozenLake8x8-v1", "dqn"): SB3Config(100_000, "llmgym", hyperparams=_DQN_TOY),
-    ("Taxi-v4", "dqn"): SB3Config(100_000, "llmgym", hyperparams=_DQN_TOY),
-    ("CliffWalking-v1", "dqn"): SB3Config(50_000, "llmgym", hyperparams=_DQN_TOY),
-    # ---- A2C
-    ("CartPole-v1", "a2c"): SB3Config(
-        100_000, f"{_ZOO} (5e5 steps there)", n_envs=8, hyperparams=dict(ent_coef=0.0)
-    ),
-    ("Acrobot-v1", "a2c"): SB3Config(
-        100_000, f"{_ZOO} {_NO_NORM} (5e5 steps there)", n_envs=16, hyperparams=dict(ent_coef=0.0)
-    ),
-    ("Pendulum-v1", "a2c"): SB3Config(
-        100_000,
-        f"{_ZOO} {_NO_NORM} (1e6 steps there)",
-        n_envs=8,
-        hyperparams=dict(
-            ent_coef=0.0,
-            max_grad_norm=0.5,
-            n_steps=8,
-            gae_lambda=0.9,
-            vf_coef=0.4,
-            gamma=0.9,
-            use_rms_prop=True,
-            normalize_advantage=False,
-            learning_rate="lin_7e-4",
-            use_sde=True,
-            policy_kwargs=dict(log_std_init=-2, ortho_init=False),
-        ),
-    ),
+    (e.base, algo): config for e in CATALOG if e.base for algo, config in e.sb3.items()
 }
 
 
@@ -443,8 +261,6 @@ def learning_curve(
     ``learn`` finishes the rollout it is in, so the last point may lie a little past ``budget``.
     """
     from stable_baselines3.common.callbacks import BaseCallback
-
-    from llmgym.agents.baselines import base_env_id
 
     base_id, env_kwargs = base_env_id(env_id), dict(env_kwargs or {})
     _check(base_id, algo)

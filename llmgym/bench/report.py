@@ -27,14 +27,12 @@ from typing import Any
 
 import numpy as np
 
+from llmgym.envs.catalog import CATALOG
+
 #: Published (random, best known) returns for when a run lacks random or reference rows
-#: (see the project's REFERENCE.md; Taxi's best is this package's exact value iteration).
+#: (the catalog's ``reference``; see the project's REFERENCE.md).
 REFERENCE_RETURNS: dict[str, tuple[float, float]] = {
-    "Text-CartPole-v1": (22.0, 500.0),
-    "Text-Acrobot-v1": (-500.0, -73.5),
-    "Text-MountainCar-v0": (-200.0, -100.8),
-    "Text-Blackjack-v1": (-0.394, -0.0431),
-    "Text-FrozenLake-v1": (0.0139, 0.744),
+    e.id: e.reference for e in CATALOG if e.reference is not None
 }
 REFERENCE_AGENTS = ("optimal", "sb3-ppo", "sb3-dqn", "sb3-a2c")
 BOOTSTRAP_SAMPLES = 2000

@@ -34,9 +34,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from llmgym.agents.baselines import make_eval_env
-from llmgym.agents.registry import AgentError, TextAgent, check_agent_name, make_agent
+from llmgym.agents.registry import check_agent_name, make_agent
+from llmgym.agents.text_agent import TextAgent
 from llmgym.bench.suites import episodes_for
+from llmgym.envs.registration import make_eval_env
+from llmgym.errors import AgentError
 
 EPISODES_FILE = "episodes.jsonl"
 EXACT_FILE = "exact.jsonl"

@@ -1,4 +1,5 @@
-"""Benchmark suites: plain dicts, so an env can join a suite by adding its id.
+"""Benchmark suites and episode counts, read from the catalog (``llmgym.envs.catalog``):
+an env joins a suite through its entry's ``suites``.
 
 Example:
     >>> suite_envs("classic")[:2]
@@ -9,41 +10,18 @@ Example:
 
 from __future__ import annotations
 
-from llmgym.envs.language import LANGUAGE_SUITE
+from llmgym.envs.catalog import CATALOG, DEFAULT_EPISODES
 
-#: Suite name -> text env ids, in leaderboard order. ``all`` is every suite, deduplicated.
+#: Suite name -> text env ids, in leaderboard order (from the catalog). ``all`` is every
+#: suite, deduplicated.
 SUITES: dict[str, list[str]] = {
-    "classic": [
-        "Text-CartPole-v1",
-        "Text-Acrobot-v1",
-        "Text-MountainCar-v0",
-        "Text-MountainCarContinuous-v0",
-        "Text-Pendulum-v1",
-        "Text-Blackjack-v1",
-        "Text-FrozenLake-v1",
-        "Text-FrozenLake8x8-v1",
-        "Text-Taxi-v4",
-        "Text-CliffWalking-v1",
-    ],
-    "language": list(LANGUAGE_SUITE),
+    suite: [e.id for e in CATALOG if suite in e.suites]
+    for suite in dict.fromkeys(suite for e in CATALOG for suite in e.suites)
 }
 
-#: Episodes per env when ``--episodes`` is not given: enough to separate the reference agents
-#: (Blackjack's return has a standard deviation of ~0.95, so 2,000 episodes give +-0.04), few
-#: where episodes are long and returns vary little.
-EPISODES: dict[str, int] = {
-    "Text-CartPole-v1": 30,
-    "Text-Acrobot-v1": 30,
-    "Text-MountainCar-v0": 50,
-    "Text-MountainCarContinuous-v0": 20,
-    "Text-Pendulum-v1": 50,
-    "Text-Blackjack-v1": 2000,
-    "Text-FrozenLake-v1": 1000,
-    "Text-FrozenLake8x8-v1": 500,
-    "Text-Taxi-v4": 200,
-    "Text-CliffWalking-v1": 50,
-}
-DEFAULT_EPISODES = 50
+#: Episodes per env when ``--episodes`` is not given (from the catalog): enough to separate
+#: the reference agents, few where episodes are long and returns vary little.
+EPISODES: dict[str, int] = {e.id: e.episodes for e in CATALOG}
 
 
 def suite_envs(name: str) -> list[str]:

@@ -1,5 +1,5 @@
-"""The ``Text-*`` registry: which base envs get a curated describer, ``wrap()``, and the
-entry point ``gym.make("Text-<BaseId>")`` calls.
+"""The ``Text-*`` registry: registering the catalog's envs, ``wrap()``, the entry point
+``gym.make("Text-<BaseId>")`` calls, and the eval-env helpers.
 
 Example:
     >>> import gymnasium as gym, llmgym
@@ -18,57 +18,20 @@ from typing import Any
 
 import gymnasium as gym
 
-from llmgym.envs import classic, toy_text
+from llmgym.envs.catalog import CATALOG, EnvEntry
 from llmgym.envs.describers import Describer, GenericDescriber
-from llmgym.envs.language import register_language_envs
 from llmgym.parsing import ParseResult
 from llmgym.wrappers.history import HistoryWrapper
 from llmgym.wrappers.text_action import TextAction
 from llmgym.wrappers.text_observation import TextObservation
 
-#: Curated describers, keyed by the class name of the unwrapped base env.
+#: Curated describers, keyed by the class name of the unwrapped base env (from the catalog).
 CURATED: dict[str, Describer] = {
-    "CartPoleEnv": classic.CARTPOLE,
-    "AcrobotEnv": classic.ACROBOT,
-    "MountainCarEnv": classic.MOUNTAIN_CAR,
-    "Continuous_MountainCarEnv": classic.MOUNTAIN_CAR_CONTINUOUS,
-    "PendulumEnv": classic.PENDULUM,
-    "LunarLander": classic.LUNAR_LANDER,
-    "BlackjackEnv": toy_text.BLACKJACK,
-    "FrozenLakeEnv": toy_text.FROZEN_LAKE,
-    "TaxiEnv": toy_text.TAXI,
-    "CliffWalkingEnv": toy_text.CLIFF_WALKING,
+    e.env_class: e.describer for e in CATALOG if e.env_class and e.describer is not None
 }
-
-#: Base env names; each gets its newest registered version (Taxi is v3 or v4 by Gymnasium).
-_BASE_NAMES = [
-    "CartPole",
-    "Acrobot",
-    "MountainCar",
-    "MountainCarContinuous",
-    "Pendulum",
-    "Blackjack",
-    "FrozenLake",
-    "FrozenLake8x8",
-    "Taxi",
-    "CliffWalking",
-]
 _WRAPPER_KWARGS = ("history", "on_invalid", "invalid_penalty", "describer", "parser")
-
-
-def _newest(name: str) -> str:
-    """The newest registered id of a base env name: ``_newest("Taxi")`` is ``Taxi-v3`` or
-    ``Taxi-v4`` depending on the Gymnasium release."""
-    versions = [k for k in gym.registry if k.rsplit("-v", 1)[0] == name]
-    return max(versions, key=lambda k: int(k.rsplit("-v", 1)[1]))
-
-
-def base_ids() -> list[str]:
-    """Base env ids that get a ``Text-`` twin here (LunarLander only with box2d installed)."""
-    ids = [_newest(name) for name in _BASE_NAMES]
-    if importlib.util.find_spec("Box2D") is not None:
-        ids.append(_newest("LunarLander"))
-    return ids
+#: Step cap for envs registered without a time limit (CliffWalking), in training and benches.
+DEFAULT_MAX_STEPS = 200
 
 
 def describer_for(env: gym.Env) -> Describer:
@@ -121,21 +84,55 @@ def make_text_env(base_id: str, **kwargs: Any) -> gym.Env:
 
 
 def register_envs() -> list[str]:
-    """Register ``Text-<BaseId>`` for every supported base env; return the text ids."""
+    """Register every catalog env whose library is installed (found, not imported); return
+    their ids."""
     ids = []
-    for base_id in base_ids():
-        text_id = f"Text-{base_id}"
-        if text_id not in gym.registry:
-            base = gym.spec(base_id)
-            gym.register(
-                text_id,
-                entry_point="llmgym.envs.registration:make_text_env",
-                kwargs={"base_id": base_id},
-                max_episode_steps=base.max_episode_steps,
-                reward_threshold=base.reward_threshold,
-            )
-        ids.append(text_id)
-    return ids + register_language_envs()
+    for e in CATALOG:
+        if e.requires is not None and importlib.util.find_spec(e.requires) is None:
+            continue
+        if e.id not in gym.registry:
+            gym.register(e.id, **_registration(e))
+        ids.append(e.id)
+    return ids
+
+
+def _registration(e: EnvEntry) -> dict[str, Any]:
+    """``gym.register``'s arguments for an entry: a wrapped env keeps its base env's step cap
+    and reward threshold; a language-native one is its entry point (a string: cheap)."""
+    if e.base is None:
+        return dict(
+            entry_point=e.entry_point, kwargs=dict(e.kwargs), max_episode_steps=e.max_episode_steps
+        )
+    base = gym.spec(e.base)
+    return dict(
+        entry_point="llmgym.envs.registration:make_text_env",
+        kwargs={"base_id": e.base},
+        max_episode_steps=base.max_episode_steps,
+        reward_threshold=base.reward_threshold,
+    )
+
+
+def base_env_id(env_id: str) -> str:
+    """The base env id of a ``Text-*`` id (other ids are returned unchanged).
+
+    Example:
+        >>> base_env_id("Text-CartPole-v1"), base_env_id("CartPole-v1")
+        ('CartPole-v1', 'CartPole-v1')
+    """
+    return env_id.removeprefix("Text-")
+
+
+def make_eval_env(env_id: str, **kwargs: Any) -> gym.Env:
+    """``gym.make(env_id)`` with a ``DEFAULT_MAX_STEPS`` cap where the registry has no time
+    limit, so that no agent can loop forever (CliffWalking).
+
+    Example:
+        >>> make_eval_env("Text-CliffWalking-v1").spec.max_episode_steps
+        200
+    """
+    if gym.spec(env_id).max_episode_steps is None and "max_episode_steps" not in kwargs:
+        kwargs["max_episode_steps"] = DEFAULT_MAX_STEPS
+    return gym.make(env_id, **kwargs)
 
 
 def text_env_ids() -> list[str]:
@@ -143,4 +140,14 @@ def text_env_ids() -> list[str]:
     return [k for k in gym.registry if k.startswith("Text-")]
 
 
-__all__ = ["ParseResult", "describer_for", "make_text_env", "register_envs", "text_env_ids", "wrap"]
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "ParseResult",
+    "base_env_id",
+    "describer_for",
+    "make_eval_env",
+    "make_text_env",
+    "register_envs",
+    "text_env_ids",
+    "wrap",
+]

@@ -11,15 +11,12 @@ import numpy as np
 from gymnasium import spaces
 
 from llmgym.envs.describers import CHARSET, Describer
+from llmgym.errors import InvalidActionError
 from llmgym.parsing import ParseResult, parse_box, parse_discrete
 
 MAX_ACTION_CHARS = 4_096
 ON_INVALID = ("fallback", "random", "penalty", "terminate", "raise")
 DEFAULT_PENALTY = -0.1
-
-
-class InvalidActionError(ValueError):
-    """Raised by TextAction with ``on_invalid="raise"`` when no action could be parsed."""
 
 
 def make_parser(

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from llmgym.agents.evaluate import evaluate
 from llmgym.agents.registry import AgentError, LLMAgent, make_agent
-from llmgym.cli_eval import register
+from llmgym.cli.eval import register
 
 
 @pytest.fixture

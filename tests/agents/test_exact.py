@@ -17,7 +17,7 @@ from llmgym.agents.evaluate import evaluate
 from llmgym.agents.exact import agent_act, exact_value, state_texts, supports_exact
 from llmgym.agents.registry import AgentError
 from llmgym.cli import app
-from llmgym.cli_checks import key_values
+from llmgym.cli.checks import key_values
 
 BLACKJACK, LAKE = "Text-Blackjack-v1", "Text-FrozenLake-v1"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -261,6 +262,13 @@ def test_cli_train_and_plot(tmp_path):
     assert (out / "learning_curve.png").exists()
     assert (out / "checkpoints" / "latest").exists()
     assert (out / "run.json").exists()
+    # --resume restores the run's own config: the banner shows its 16 envs, not --num-envs 4.
+    resume = ["train", BANDIT, "--model", "tiny", "--algo", "reinforce", "--steps", "48"]
+    resume += ["--num-envs", "4", "--output", str(out), "--resume", "--no-progress"]
+    resume += ["--final-eval-episodes", "16"]
+    result = CliRunner().invoke(app, resume)
+    assert result.exit_code == 0, result.output
+    assert re.search(r"16\s+envs", result.output) and not re.search(r"\b4\s+envs", result.output)
     result = CliRunner().invoke(app, ["plot", str(out), "--out", str(tmp_path / "c.png")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "c.png").exists()

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import llmgym  # noqa: F401
 from llmgym.bench.report import bootstrap_ci, summarize
 from llmgym.bench.runner import load_rows, run_bench
-from llmgym.cli_bench import register
+from llmgym.cli.bench import register
 
 TINY = ["Text-CliffWalking-v1", "Text-FrozenLake-v1"]
 
@@ -145,7 +145,7 @@ def test_bench_modules_stay_light():
     import subprocess
 
     code = (
-        "import sys, llmgym.cli_bench, llmgym.bench.runner, llmgym.bench.report,"
+        "import sys, llmgym.cli.bench, llmgym.bench.runner, llmgym.bench.report,"
         " llmgym.bench.ray_runner; heavy = ('torch', 'stable_baselines3', 'matplotlib', 'ray');"
         "print(sorted(m for m in heavy if m in sys.modules))"
     )

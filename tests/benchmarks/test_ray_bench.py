@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import llmgym  # noqa: F401
 from llmgym.bench.report import summarize
 from llmgym.bench.runner import EXACT_FILE, load_rows, row_key, run_bench
-from llmgym.cli_bench import register
+from llmgym.cli.bench import register
 
 ray = pytest.importorskip("ray", reason='ray is not installed: pip install "llmgym[ray]"')
 from llmgym.bench.ray_runner import run_bench_ray  # noqa: E402

@@ -86,7 +86,7 @@ def restore_trainer(checkpoint: str, device: str = "auto") -> Any:
     from pathlib import Path
 
     from llmgym.agents.trainers import checkpoints
-    from llmgym.agents.trainers.base import TrainingError
+    from llmgym.errors import TrainingError
 
     path = Path(checkpoint)
     if (path / "checkpoints").is_dir():

@@ -32,19 +32,16 @@ import gymnasium as gym
 import numpy as np
 
 import llmgym  # noqa: F401  (registers the Text-* ids)
-from llmgym.agents.returns import finite_returns
+from llmgym.agents.returns import finite_returns, mean_ci95
 from llmgym.agents.trainers import checkpoints
 from llmgym.agents.trainers.optim import Optimizers
+from llmgym.errors import TrainingError
 
 REF_HEAD_FILE = "reference_head.safetensors"
 TRAINING_STATS = ("count", "total", "outer")  # the whitener's statistics: only for training
 EVAL_METHODS = ("auto", "exact", "sampled")
 EVAL_SEED_BASE = 1_000_000
 """Evaluation episodes use seeds ``EVAL_SEED_BASE + i``: disjoint from training seeds."""
-
-
-class TrainingError(RuntimeError):
-    """A mistake a user can make (bad config, missing checkpoint): one sentence, no traceback."""
 
 
 @dataclass
@@ -341,20 +338,6 @@ def _step(
         name,
         len(valid),
     )
-
-
-def mean_ci95(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and the half-width of its normal-approximation 95 % confidence interval.
-
-    Example:
-        >>> mean_ci95([1.0, -1.0, 1.0, -1.0])
-        (0.0, 1.1316)
-    """
-    arr = np.asarray(values, dtype=float)
-    if arr.size == 0:
-        return float("nan"), float("nan")
-    half = 1.96 * arr.std(ddof=1) / math.sqrt(arr.size) if arr.size > 1 else float("nan")
-    return float(arr.mean()), round(float(half), 4)
 
 
 def discounted_returns(rewards: Sequence[float], gamma: float) -> list[float]:
@@ -1171,12 +1154,7 @@ class Trainer:
             from peft import get_peft_model_state_dict
 
             return get_peft_model_state_dict(self.model)
-        state, seen = {}, set()
-        for key, value in self.model.state_dict().items():
-            if value.data_ptr() not in seen:  # a tied weight (lm_head = embeddings) once
-                seen.add(value.data_ptr())
-                state[key] = value
-        return state
+        return {k: v for k, v in self.model.state_dict().items()}
 
     def extra_state(self) -> dict[str, Any]:
         """Hook: algorithm counters to checkpoint (JSON-serialisable)."""
@@ -1250,9 +1228,7 @@ class Trainer:
 
             set_peft_model_state_dict(self.model, weights)
         else:
-            if set(weights) != set(self.model_state()):
-                raise KeyError("the saved weights do not match the model's")
-            self.model.load_state_dict(weights, strict=False)  # tied weights come along
+            self.model.load_state_dict(weights)
         policy_only = state.get("policy_only", False)
         for name, module in self.extra_modules.items():
             file = ckpt / f"{name}.safetensors"

@@ -12,7 +12,7 @@ def read_metrics(run_dir: str | Path) -> list[dict[str, float]]:
     """Rows of ``metrics.csv`` with numeric values (blank or text cells are dropped)."""
     path = Path(run_dir) / "metrics.csv"
     if not path.exists():
-        from llmgym.agents.trainers.base import TrainingError
+        from llmgym.errors import TrainingError
 
         raise TrainingError(f"No metrics.csv in {run_dir}; pass the --output directory of a run.")
     rows = []

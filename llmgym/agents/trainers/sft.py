@@ -33,7 +33,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from llmgym.agents.trainers.base import TrainingError, evaluate_cached
+from llmgym.agents.trainers.base import evaluate_cached
+from llmgym.errors import TrainingError
 
 
 @dataclass
@@ -90,7 +91,7 @@ def reference_returns(
 ) -> dict[str, float]:
     """Mean return and 95 % CI of the ``expert`` or a uniformly ``random`` agent, played
     through the text env on ``seeds`` (the same seeds an LLM policy is evaluated on)."""
-    from llmgym.agents.trainers.base import mean_ci95
+    from llmgym.agents.returns import mean_ci95
 
     env = gym.make(env_id, **(env_kwargs or {}))
     expert = expert_for(env) if agent == "expert" else None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import typer
 
-from llmgym.cli_checks import check_output_dir, fail
+from llmgym.cli.checks import check_output_dir, fail
 
 
 def export(
@@ -28,7 +28,7 @@ def export(
     check_output_dir(out, "DIR")
     try:
         from llmgym.agents.export import ExportError, export_run
-        from llmgym.agents.trainers.base import TrainingError
+        from llmgym.errors import TrainingError
     except ImportError as error:
         raise fail(
             f"Exporting needs the train extra ({error.name} is missing): "

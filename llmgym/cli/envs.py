@@ -1,7 +1,10 @@
-"""The ``llmgym`` command line: ``envs``, ``play`` and the commands other modules register.
+"""``llmgym envs`` and ``llmgym play``: list the registered text envs, play one by hand.
 
 Example:
+    >>> import typer
     >>> from typer.testing import CliRunner
+    >>> app = typer.Typer()
+    >>> register(app)
     >>> result = CliRunner().invoke(app, ["envs"])
     >>> result.exit_code, "Text-CartPole-v1" in result.output
     (0, True)
@@ -9,7 +12,6 @@ Example:
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import gymnasium as gym
@@ -18,15 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 import llmgym
-from llmgym import cli_bench, cli_eval, cli_export, cli_serve, cli_train
-from llmgym.cli_checks import fail  # also imported from here by the other command modules
+from llmgym.cli.checks import fail
 
-app = typer.Typer(
-    help="Turn Gymnasium envs into language envs; evaluate and train LLM agents in them.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
 console = Console(highlight=False)
 
 
@@ -47,7 +42,6 @@ def _actions_summary(env: gym.Env, valid_actions: list[str]) -> str:
     return f"continuous {shape}" if shape else "free text"
 
 
-@app.command()
 def envs() -> None:
     """List the registered Text-* environments."""
     table = Table(title="llmgym text environments")
@@ -77,7 +71,6 @@ def _action_name(action: Any, info: dict[str, Any]) -> str:
     return repr(action)
 
 
-@app.command()
 def play(
     env_id: str = typer.Argument(..., help="A text env id, e.g. Text-Blackjack-v1."),
     seed: int = typer.Option(0, min=0, help="Seed of the first episode (later ones add 1)."),
@@ -115,17 +108,10 @@ def play(
         env.close()
 
 
-cli_eval.register(app)
-cli_bench.register(app)
-cli_train.register(app)  # train, plot
-cli_serve.register(app)
-cli_export.register(app)
+def register(app: typer.Typer) -> None:
+    """Add ``envs`` and ``play`` to ``app``."""
+    app.command()(envs)
+    app.command()(play)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point."""
-    app(args=argv if argv is not None else sys.argv[1:], prog_name="llmgym")
-
-
-if __name__ == "__main__":
-    main()
+__all__ = ["envs", "make_env", "play", "register"]

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import typer
 
-from llmgym.agents.baselines import base_env_id
-from llmgym.agents.registry import AgentError, check_agent_name, split_agent_names
-from llmgym.cli_checks import check_cache, check_output_dir
-from llmgym.cli_checks import fail as _fail
+from llmgym.agents.registry import check_agent_name, split_agent_names
+from llmgym.cli.checks import check_cache, check_output_dir, fail
+from llmgym.envs.registration import base_env_id
+from llmgym.errors import AgentError
 
 
 def _missing(err: ModuleNotFoundError) -> typer.Exit:
-    return _fail(f'{err.name} is not installed: pip install "llmgym[baselines]".')
+    return fail(f'{err.name} is not installed: pip install "llmgym[baselines]".')
 
 
 def register(app: typer.Typer) -> None:
@@ -55,7 +55,7 @@ def register(app: typer.Typer) -> None:
             start = time.perf_counter()
             sb3.train(base_id, algo, seed=seed, timesteps=timesteps, force=force)
         except AgentError as err:
-            raise _fail(str(err)) from None
+            raise fail(str(err)) from None
         except ModuleNotFoundError as err:
             raise _missing(err) from None
         config = sb3.config_for(base_id, algo)
@@ -105,20 +105,20 @@ def register(app: typer.Typer) -> None:
             for name in names:
                 check_agent_name(name)
         except AgentError as err:
-            raise _fail(str(err)) from None
+            raise fail(str(err)) from None
         try:
             env_ids = [e.strip() for e in envs.split(",")] if envs else suite_envs(suite)
         except ValueError as err:
-            raise _fail(str(err)) from None
+            raise fail(str(err)) from None
         if not env_ids:
-            raise _fail(f"Suite {suite!r} has no envs yet; pass --envs or another --suite.")
+            raise fail(f"Suite {suite!r} has no envs yet; pass --envs or another --suite.")
         import gymnasium as gym
 
         unknown = [e for e in env_ids if e not in gym.registry]
         if unknown:
-            raise _fail(f"Unknown environment {unknown[0]!r}: run `llmgym envs` to list them.")
+            raise fail(f"Unknown environment {unknown[0]!r}: run `llmgym envs` to list them.")
         if episodes is not None and episodes < 1:
-            raise _fail("--episodes must be at least 1.")
+            raise fail("--episodes must be at least 1.")
         out = Path(output) if output else Path("benchmarks/results") / suite
         check_output_dir(out)
         check_cache()
@@ -130,11 +130,11 @@ def register(app: typer.Typer) -> None:
         try:
             done = {(r["env_id"], r["agent"], r["seed"]) for r in load_rows(out)}
         except (KeyError, TypeError):
-            raise _fail(
+            raise fail(
                 f"{out / 'episodes.jsonl'} has rows llmgym did not write; move it."
             ) from None
         if ray is not None and importlib.util.find_spec("ray") is None:
-            raise _fail('ray is not installed: pip install "llmgym[ray]".')
+            raise fail('ray is not installed: pip install "llmgym[ray]".')
         todo = pending_seeds(env_ids, names, episodes, seed, done)
         progress = Progress(
             "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
@@ -177,7 +177,7 @@ def register(app: typer.Typer) -> None:
             raise _missing(err) from None
         except (ValueError, OSError, RayBenchError) as err:  # AgentError, a missing model,
             # a damaged file, a Ray cluster that cannot be reached or lost a task for good
-            raise _fail(str(err).splitlines()[0] if str(err) else type(err).__name__) from None
+            raise fail(str(err).splitlines()[0] if str(err) else type(err).__name__) from None
         except KeyboardInterrupt:
             typer.echo(f"Interrupted: finished episodes are in {out}; rerun to resume.")
             raise typer.Exit(130) from None

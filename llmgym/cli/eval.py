@@ -16,8 +16,14 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
-from llmgym.cli_checks import check_device, check_env_kwargs, check_output_file, key_values
-from llmgym.cli_checks import fail as _fail
+from llmgym.cli.checks import (
+    check_device,
+    check_env_kwargs,
+    check_output_file,
+    fail,
+    key_values,
+)
+from llmgym.errors import AgentError
 
 
 def eval_command(
@@ -50,7 +56,6 @@ def eval_command(
 ) -> None:
     """Evaluate an agent: mean return with a 95% CI, parse rate, env-steps/s."""
     from llmgym.agents.evaluate import evaluate, format_result
-    from llmgym.agents.registry import AgentError
 
     env_kwargs = key_values(env_kwarg, "--env-kwarg")
     if env_kwargs:
@@ -78,9 +83,9 @@ def eval_command(
             env_kwargs=env_kwargs,
         )
     except AgentError as error:
-        raise _fail(str(error)) from None
+        raise fail(str(error)) from None
     except ValueError as error:  # unknown env, mode, model (ModelNotFoundError), option values
-        raise _fail(str(error).splitlines()[0]) from None
+        raise fail(str(error).splitlines()[0]) from None
     Console(highlight=False).print(format_result(result))
     if output is not None:
         Console(highlight=False).print(f"wrote {output}")

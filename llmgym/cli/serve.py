@@ -22,7 +22,7 @@ import threading
 
 import typer
 
-from llmgym.cli_checks import fail
+from llmgym.cli.checks import fail
 
 MAX_MESSAGE_BYTES = 1 << 20
 MAX_HTTP_BYTES = 1 << 16

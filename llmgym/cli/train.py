@@ -22,14 +22,18 @@ from typing import Any
 import typer
 from rich.console import Console
 
-console = Console(highlight=False)
+from llmgym.cli.checks import (
+    check_device,
+    check_env_kwargs,
+    check_output_dir,
+    check_output_file,
+    check_overrides,
+    fail,
+    key_values,
+)
+from llmgym.errors import LLMGymError, TrainingError
 
-#: Known reference returns shown next to results (exact DP / Gymnasium figures).
-REFERENCES: dict[str, dict[str, float]] = {
-    "Text-Blackjack-v1": {"random": -0.394, "optimal": -0.0431},
-    "Text-FrozenLake-v1": {"random": 0.0139, "optimal": 0.744},
-    "Text-CartPole-v1": {"random": 22.0, "optimal": 500.0},
-}
+console = Console(highlight=False)
 
 
 def train(
@@ -72,19 +76,9 @@ def train(
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
 ) -> None:
     """Train an LLM agent with online RL (LoRA) in a text env; log, checkpoint, evaluate, plot."""
-    from llmgym.cli_checks import (
-        check_device,
-        check_env_kwargs,
-        check_output_dir,
-        check_output_file,
-        check_overrides,
-        fail,
-        key_values,
-    )
-
     try:
         from llmgym.agents.trainers import ALGOS, checkpoints, config_class, trainer_class
-        from llmgym.agents.trainers.base import EVAL_SEED_BASE, LEGACY_DEFAULTS, TrainingError
+        from llmgym.agents.trainers.base import EVAL_SEED_BASE, LEGACY_DEFAULTS
     except ImportError as error:
         raise fail(
             f"Training needs the train extra ({error.name} is missing): "
@@ -152,14 +146,14 @@ def train(
     try:
         trainer = trainer_class(algo)(config)
         console.print(
-            f"[bold]{algo.upper()}[/] on {env_id} with {model} ({mode} mode, {_trained(config)}), "
-            f"{config.num_envs} envs, budget {_budget(config)} -> {output}"
+            f"[bold]{algo.upper()}[/] on {env_id} with {config.model} ({config.mode} mode, "
+            f"{_trained(config)}), {config.num_envs} envs, budget {_budget(config)} -> {output}"
         )
         start_value = _start_value(trainer, Path(output), final_eval_episodes, resume)
         trainer.train(resume=resume)
         final = trainer.evaluate(final_eval_episodes)
         weights = trainer.save_policy(policy_out or Path(output) / "policy")
-    except (TrainingError, ValueError, OSError) as error:  # bad model name, config or files
+    except (LLMGymError, ValueError, OSError) as error:  # bad model name, config or files
         raise fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
     wall = time.perf_counter() - start
     seeds = range(EVAL_SEED_BASE, EVAL_SEED_BASE + final_eval_episodes)
@@ -213,7 +207,7 @@ def train(
     png = plot_run(output, references=refs_plot, title=f"{env_id} {algo} {mode} ({model})")
     how = "exact value" if final.get("method") == "exact" else f"{final['episodes']} episodes"
     console.print(
-        f"Final eval ({how}): mean return {final['mean_return']:.4f} ± {final['ci95']} (before "
+        f"Final eval ({how}): mean return {final['mean_return']:.4f} ± {final['ci95']:.4f} (before "
         f"training {start_value['mean_return']:.4f}; parse rate {final['parse_rate']:.2f}); "
         + ", ".join(f"{k} {v['mean_return']:.3f}" for k, v in refs.items())
         + f" on the same seeds. {trainer.env_steps} env steps, {trainer.episodes_done} episodes, "
@@ -273,10 +267,7 @@ def plot(
     out: str = typer.Option("", help="PNG path (default RUN_DIR/learning_curve.png)."),
 ) -> None:
     """Write a learning-curve PNG (return, parse rate, KL, entropy) for a training run."""
-    from llmgym.cli import fail
-
     try:
-        from llmgym.agents.trainers.base import TrainingError
         from llmgym.agents.trainers.plotting import plot_run
     except ImportError as error:
         raise fail(f"Plotting needs matplotlib ({error.name} is missing).") from None

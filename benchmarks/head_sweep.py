@@ -1,0 +1,126 @@
+"""Which head-only PPO recipe learns Blackjack from scratch: the exact greedy value after 2,000
+training episodes for a few variants x seeds, with the real trainer on the embedded SmolLM2-135M.
+
+The language model is frozen (``train_backbone=false``), so every run sees the same features:
+the runs share one loaded model and one feature memo (the first run fills it), and a run costs
+about 20 s on one CPU thread instead of 90 s. The base recipe is that of
+``benchmarks/rl_from_scratch.sh`` before the variant's changes (temperature 2, entropy bonus
+0.05, rates annealed to 0, 40 episodes per update, critic rate 3e-3). Writes
+``benchmarks/results/head_sweep.json`` and prints a markdown table.
+
+    python benchmarks/head_sweep.py                         # every variant, seeds 0-5
+    python benchmarks/head_sweep.py --variants sgd --seeds 0,1
+    python benchmarks/head_sweep.py --model tiny --episodes 80 --seeds 0   # smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).parent / "results" / "head_sweep.json"
+#: name -> PPOConfig overrides of the base recipe.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "adamw": {"head_optimizer": "adamw", "head_lr": 3e-3, "update_epochs": 4},
+    "sgd": {"head_optimizer": "sgd", "update_epochs": 4},
+    "sgd-lambda0.5": {"head_optimizer": "sgd", "update_epochs": 4, "gae_lambda": 0.5},
+    "sgd-lambda0.5-epochs8": {"head_optimizer": "sgd", "update_epochs": 8, "gae_lambda": 0.5},
+}
+BASE: dict[str, Any] = {
+    "env_id": "Text-Blackjack-v1",
+    "mode": "score",
+    "train_backbone": False,
+    "temperature": 2.0,
+    "ent_coef": 0.05,
+    "anneal_lr": True,
+    "value_lr": 3e-3,
+    "total_env_steps": 10**9,
+    "episodes_per_update": 40,
+    "num_envs": 8,
+    "eval_every": 0,
+    "checkpoint_every": 0,
+    "progress": False,
+    "num_threads": 1,
+}
+
+
+def run(loaded: Any, memo: dict, variant: str, seed: int, model: str, episodes: int) -> float:
+    """The exact greedy value of one run of ``variant`` with training seed ``seed``."""
+    from llmgym.agents.trainers import make_trainer
+
+    with tempfile.TemporaryDirectory() as out:
+        config = BASE | VARIANTS[variant]
+        trainer = make_trainer(
+            "ppo", loaded, model=model, seed=seed, total_episodes=episodes, output_dir=out, **config
+        )
+        trainer.policy._memo = memo  # the frozen model's features, shared by every run
+        trainer.train()
+        return float(trainer.evaluate_exact()["mean_return"])
+
+
+def table(results: dict[str, dict[str, float]]) -> str:
+    """Markdown: one row per variant with the mean, min, max and every seed's value.
+
+    Example:
+        >>> print(table({"sgd": {"0": -0.07, "1": -0.08}}))
+        | variant | mean | min | max | seeds |
+        |---|---|---|---|---|
+        | sgd | -0.0750 | -0.0800 | -0.0700 | -0.0700, -0.0800 |
+    """
+    rows = ["| variant | mean | min | max | seeds |", "|---|---|---|---|---|"]
+    for name, by_seed in results.items():
+        values = list(by_seed.values())
+        rows.append(
+            f"| {name} | {statistics.mean(values):.4f} | {min(values):.4f} | {max(values):.4f} "
+            f"| {', '.join(f'{v:.4f}' for v in values)} |"
+        )
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated")
+    parser.add_argument("--seeds", default="0,1,2,3,4,5", help="comma-separated")
+    parser.add_argument("--episodes", type=int, default=2000)
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--output", default=str(RESULTS))
+    args = parser.parse_args()
+    variants = args.variants.split(",")
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        sys.exit(f"Unknown variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}.")
+    seeds = [int(s) for s in args.seeds.split(",")]
+
+    from llmgym.agents.trainers.base import load_model_for
+
+    loaded, memo = load_model_for(args.model, "cpu"), {}
+    results: dict[str, dict[str, float]] = {}
+    start = time.perf_counter()
+    for variant in variants:
+        for seed in seeds:
+            value = run(loaded, memo, variant, seed, args.model, args.episodes)
+            results.setdefault(variant, {})[str(seed)] = value
+            print(f"{variant} seed {seed}: {value:.4f}", flush=True)
+    print(table(results))
+    record = {
+        "env_id": BASE["env_id"],
+        "model": args.model,
+        "episodes": args.episodes,
+        "base": BASE,
+        "variants": {v: VARIANTS[v] for v in variants},
+        "exact_values": results,
+        "wall_s": round(time.perf_counter() - start, 1),
+        "command": "python benchmarks/head_sweep.py " + " ".join(sys.argv[1:]),
+    }
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(json.dumps(record, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

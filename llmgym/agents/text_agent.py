@@ -1,0 +1,88 @@
+"""What an agent is: ``TextAgent``, the protocol that ``llmgym eval``, the bench runner and
+the exact evaluator play, and ``BaselineAgent``, the base of the reference agents (random,
+optimal, SB3), which act on the base observation and write their answers as text.
+
+Example:
+    >>> import gymnasium as gym, llmgym
+    >>> class Left(BaselineAgent):
+    ...     def act(self, raw_obs):
+    ...         return 0
+    >>> env = gym.make("Text-CartPole-v1")
+    >>> obs, info = env.reset(seed=0)
+    >>> Left(env).act_batch([obs], [info])
+    ['{"action": "LEFT"}']
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import gymnasium as gym
+import numpy as np
+
+from llmgym.envs.registration import describer_for
+
+
+class TextAgent(Protocol):
+    """What ``evaluate`` and the bench runner need from an agent."""
+
+    name: str
+
+    def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
+        """One answer string per env."""
+        ...
+
+    def reset(self, indices: Sequence[int] | None = None) -> None:
+        """Envs ``indices`` start new episodes (forget their history)."""
+        ...
+
+
+def format_action(action: Any, names: Sequence[str] | None, start: int = 0) -> str:
+    """The JSON answer an LLM is asked to write, for a base action.
+
+    Example:
+        >>> format_action(1, ["LEFT", "RIGHT"]), format_action(np.array([0.5]), None)
+        ('{"action": "RIGHT"}', '{"action": [0.5]}')
+    """
+    if names:
+        return json.dumps({"action": names[int(action) - start]})
+    values = np.asarray(action, dtype=float).ravel()
+    return json.dumps({"action": [round(float(v), 6) for v in values]})
+
+
+class BaselineAgent:
+    """Base of the reference agents: subclasses implement ``act(raw_obs)``; text and batched
+    actions follow from it. ``env`` is the base env (or its text twin) the agent will play."""
+
+    name = "baseline"
+
+    def __init__(self, env: gym.Env) -> None:
+        base = env.unwrapped
+        self.action_space = base.action_space
+        self.observation_space = base.observation_space
+        self.names = describer_for(base).action_names(base)
+        self.start = int(getattr(self.action_space, "start", 0))
+
+    def act(self, raw_obs: Any) -> Any:
+        """A base action for a base observation."""
+        raise NotImplementedError
+
+    def act_many(self, raw_observations: Sequence[Any]) -> list[Any]:
+        """Base actions for several base observations (override to batch a model)."""
+        return [self.act(obs) for obs in raw_observations]
+
+    def act_text(self, obs_text: str, info: dict[str, Any]) -> str:
+        """The action string for a text observation, read from ``info["raw_obs"]``."""
+        return self.act_batch([obs_text], [info])[0]
+
+    def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
+        actions = self.act_many([info["raw_obs"] for info in infos])
+        return [format_action(a, self.names, self.start) for a in actions]
+
+    def reset(self, indices: Sequence[int] | None = None) -> None:
+        """Reference agents are memoryless."""
+
+
+__all__ = ["BaselineAgent", "TextAgent", "format_action"]

@@ -1,0 +1,45 @@
+"""The errors a user can cause, in one place: each carries one sentence that says what was
+wrong and what to do, and the CLI prints it as such (no traceback).
+
+Every class also subclasses the built-in error it stood for before (``ValueError`` or
+``RuntimeError``), so ``except ValueError`` keeps catching it.
+
+Example:
+    >>> from llmgym.agents.registry import make_agent
+    >>> try:
+    ...     make_agent("oracle", "Text-CartPole-v1")
+    ... except LLMGymError as error:
+    ...     print(type(error).__name__, isinstance(error, ValueError))
+    AgentError True
+"""
+
+from __future__ import annotations
+
+
+class LLMGymError(Exception):
+    """Base of llmgym's user-facing errors: its message is one sentence, meant to be shown."""
+
+
+class AgentError(LLMGymError, ValueError):
+    """An unknown agent name, or an agent that cannot play an env."""
+
+
+class TrainingError(LLMGymError, RuntimeError):
+    """A bad training config, or a run directory or checkpoint that is missing or damaged."""
+
+
+class ModelNotFoundError(LLMGymError, ValueError):
+    """A model name that is neither registered, a local directory, nor loadable from the Hub."""
+
+
+class InvalidActionError(LLMGymError, ValueError):
+    """Raised by ``TextAction`` with ``on_invalid="raise"`` when no action could be parsed."""
+
+
+__all__ = [
+    "AgentError",
+    "InvalidActionError",
+    "LLMGymError",
+    "ModelNotFoundError",
+    "TrainingError",
+]
