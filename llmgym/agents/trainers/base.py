@@ -1154,7 +1154,12 @@ class Trainer:
             from peft import get_peft_model_state_dict
 
             return get_peft_model_state_dict(self.model)
-        return {k: v for k, v in self.model.state_dict().items()}
+        state, seen = {}, set()
+        for key, value in self.model.state_dict().items():
+            if value.data_ptr() not in seen:  # a tied weight (lm_head = embeddings) once
+                seen.add(value.data_ptr())
+                state[key] = value
+        return state
 
     def extra_state(self) -> dict[str, Any]:
         """Hook: algorithm counters to checkpoint (JSON-serialisable)."""
@@ -1228,7 +1233,9 @@ class Trainer:
 
             set_peft_model_state_dict(self.model, weights)
         else:
-            self.model.load_state_dict(weights)
+            if set(weights) != set(self.model_state()):
+                raise KeyError("the saved weights do not match the model's")
+            self.model.load_state_dict(weights, strict=False)  # tied weights come along
         policy_only = state.get("policy_only", False)
         for name, module in self.extra_modules.items():
             file = ckpt / f"{name}.safetensors"
