@@ -662,6 +662,7 @@ class LLMPolicy:
         max_new = self.config.max_new_tokens or self.defaults.max_new_tokens
         stop_ids = self.stop_ids + (self._closing_ids() if self._stops_at_answer else [])
         if self.server is not None:
+            # One draw per batch; prompt i samples with seed + i (identical prompts differ).
             seed = int(torch.randint(2**31 - 1, (1,), generator=self.generator))
             rows = self.server.generate(
                 prompts,

