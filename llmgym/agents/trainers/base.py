@@ -1186,6 +1186,8 @@ class Trainer:
             )
         try:
             self._load_checkpoint(ckpt)
+        except TrainingError:
+            raise  # already one sentence (e.g. another algo's or model's checkpoint)
         except (
             OSError,
             EOFError,
@@ -1233,8 +1235,15 @@ class Trainer:
 
             set_peft_model_state_dict(self.model, weights)
         else:
-            if set(weights) != set(self.model_state()):
-                raise KeyError("the saved weights do not match the model's")
+            # Every unique tensor, and nothing the model lacks (older checkpoints stored
+            # both names of a tied weight).
+            saved, needed = set(weights), set(self.model_state())
+            if not needed <= saved <= set(self.model.state_dict()):
+                raise TrainingError(
+                    f"The checkpoint {ckpt} holds weights for another model "
+                    f"({len(needed - saved)} missing, {len(saved - set(self.model.state_dict()))} "
+                    "unexpected); resume with the model it was trained with."
+                )
             self.model.load_state_dict(weights, strict=False)  # tied weights come along
         policy_only = state.get("policy_only", False)
         for name, module in self.extra_modules.items():
