@@ -41,11 +41,13 @@ from typing import Any
 
 import numpy as np
 
+from llmgym.errors import LLMGymError
+
 #: Written beside the weights: where they come from and how to act with them.
 INFO_FILE = "llmgym_export.json"
 
 
-class ExportError(ValueError):
+class ExportError(LLMGymError, ValueError):
     """A run that cannot be exported as asked (one sentence saying what to do)."""
 
 

@@ -12,6 +12,8 @@ Example:
 
 from __future__ import annotations
 
+import json
+
 import typer
 
 from llmgym.cli.checks import check_output_dir, fail
@@ -27,19 +29,29 @@ def export(
     """Export a trained run: a PEFT adapter (peft, vLLM load_lora_adapter) or a merged model."""
     check_output_dir(out, "DIR")
     try:
-        from llmgym.agents.export import ExportError, export_run
-        from llmgym.errors import TrainingError
+        from llmgym.agents.export import export_run
     except ImportError as error:
         raise fail(
             f"Exporting needs the train extra ({error.name} is missing): "
             "pip install 'llmgym[train]'."
         ) from None
+    from llmgym.errors import LLMGymError
+
     try:
         path = export_run(run, out, merge=merge)
-    except (ExportError, TrainingError, OSError) as error:
-        raise fail(str(error).splitlines()[0]) from None
+    except (LLMGymError, ValueError, KeyError, OSError, ImportError) as error:
+        why = (str(error).splitlines() or [""])[0]
+        if not isinstance(error, LLMGymError):
+            why = f"Could not export {run} ({type(error).__name__}: {why[:200]})."
+        raise fail(why) from None
     kind = "merged model" if merge else "PEFT adapter"
     typer.echo(f"Wrote the {kind} of {run} to {path}.")
+    if not merge:
+        rank = json.loads((path / "adapter_config.json").read_text())["r"]
+        typer.echo(
+            f"Its LoRA rank is {rank}: serve it with vLLM's --max-lora-rank {rank} or more "
+            "(or export with --merge)."
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -86,6 +86,30 @@ def test_adapter_loads_in_peft_and_acts_as_trained(lora_run, tmp_path):
     assert np.abs(trained - untrained).max() > 0.1
 
 
+def test_cli_export_states_the_rank_and_turns_errors_into_one_sentence(
+    lora_run, tmp_path, monkeypatch
+):
+    from typer.testing import CliRunner
+
+    from llmgym.agents import export as export_module
+    from llmgym.cli import app
+    from llmgym.errors import LLMGymError
+
+    assert issubclass(ExportError, LLMGymError) and issubclass(ExportError, ValueError)
+    result = CliRunner().invoke(app, ["export", str(lora_run), str(tmp_path / "adapter")])
+    assert result.exit_code == 0, result.output
+    rank = 2 * FAST["lora_r"]
+    assert f"LoRA rank is {rank}: serve it with vLLM's --max-lora-rank {rank}" in result.output
+
+    def broken(*args, **kwargs):
+        raise KeyError("lora_A")
+
+    monkeypatch.setattr(export_module, "export_run", broken)
+    result = CliRunner().invoke(app, ["export", str(lora_run), str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "Could not export" in result.output and "Traceback" not in result.output
+
+
 def test_merged_model_loads_in_transformers_and_acts_as_trained(lora_run, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
