@@ -81,8 +81,10 @@ class LLMAgent:
     def seed_episodes(self, seeds: Sequence[int]) -> None:
         """Restart the policy's sampler from the first seed of each new batch of episodes (a
         call naming a seed the last one did not), so sampled episodes repeat whenever their
-        batch does: one generator serves a whole batch, so this is per batch, not per episode."""
-        if not set(seeds) <= self._seeds:
+        batch does: one generator serves a whole batch, so this is per batch, not per episode.
+        ``reset(None)`` (a new batch, e.g. another env for an agent cached across envs) forgets
+        the last seeds, so the next call always reseeds."""
+        if not self._seeds or not set(seeds) <= self._seeds:
             self.policy.generator.manual_seed(int(seeds[0]))
         self._seeds = set(seeds)
 
@@ -90,6 +92,8 @@ class LLMAgent:
         return [sample.text for sample in self.policy.act(observations, infos)]
 
     def reset(self, indices: Sequence[int] | None = None) -> None:
+        if indices is None:
+            self._seeds = set()
         self.policy.reset(indices)
 
 
