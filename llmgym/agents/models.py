@@ -220,6 +220,51 @@ def load_model(
     device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, device)
     defaults = get_model_defaults(name_or_path)
+    source, local_only = model_source(name_or_path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
+        model = AutoModelForCausalLM.from_pretrained(
+            source, dtype=torch_dtype, local_files_only=local_only
+        )
+    except (OSError, ValueError) as error:
+        raise _not_loadable(name_or_path, error) from None
+    prepare_tokenizer(tokenizer, model)
+    if defaults.gguf is not None:  # so get_model_defaults(model.config._name_or_path) finds it
+        model.config._name_or_path = defaults.hub_id
+    model.to(device=device, dtype=torch_dtype)
+    model.eval()
+    return model, tokenizer
+
+
+def load_tokenizer(name_or_path: str = DEFAULT_MODEL) -> Any:
+    """The tokenizer ``load_model`` would give, without the weights (acting through a vLLM
+    server needs only this); its ``name_or_path`` finds the model's defaults."""
+    from transformers import AutoTokenizer
+
+    source, local_only = model_source(name_or_path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
+    except (OSError, ValueError) as error:
+        raise _not_loadable(name_or_path, error) from None
+    defaults = get_model_defaults(name_or_path)
+    if defaults.gguf is not None:
+        tokenizer.name_or_path = defaults.hub_id
+    return prepare_tokenizer(tokenizer)
+
+
+def _not_loadable(name_or_path: str, error: Exception) -> ModelNotFoundError:
+    return ModelNotFoundError(
+        f"Could not load model {name_or_path!r} ({str(error).splitlines()[0][:160]}); "
+        f"check the name, use a short name ({', '.join(sorted(MODEL_REGISTRY))}) or a local "
+        "directory, or connect to the Hugging Face Hub once so it is cached."
+    )
+
+
+def model_source(name_or_path: str = DEFAULT_MODEL) -> tuple[str | Path, bool]:
+    """(what ``from_pretrained`` should load, whether only local files may be used) for a
+    short name (the embedded model: its cached safetensors directory, which ``vllm serve``
+    also takes), a local directory or a Hub id."""
+    defaults = get_model_defaults(name_or_path)
     if defaults.gguf is not None:
         source: str | Path = _embedded_copy(name_or_path, defaults)
     elif Path(name_or_path).expanduser().is_dir():
@@ -239,23 +284,7 @@ def load_model(
             "be reached; connect once to download it, pass a local directory, or use the "
             f"embedded {DEFAULT_MODEL!r}."
         )
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
-        model = AutoModelForCausalLM.from_pretrained(
-            source, dtype=torch_dtype, local_files_only=local_only
-        )
-    except (OSError, ValueError) as error:
-        raise ModelNotFoundError(
-            f"Could not load model {name_or_path!r} ({str(error).splitlines()[0][:160]}); "
-            f"check the name, use a short name ({', '.join(sorted(MODEL_REGISTRY))}) or a local "
-            "directory, or connect to the Hugging Face Hub once so it is cached."
-        ) from None
-    prepare_tokenizer(tokenizer, model)
-    if defaults.gguf is not None:  # so get_model_defaults(model.config._name_or_path) finds it
-        model.config._name_or_path = defaults.hub_id
-    model.to(device=device, dtype=torch_dtype)
-    model.eval()
-    return model, tokenizer
+    return source, local_only
 
 
 def prepare_tokenizer(tokenizer: Any, model: Any = None) -> Any:
@@ -276,6 +305,8 @@ __all__ = [
     "cache_dir",
     "get_model_defaults",
     "load_model",
+    "load_tokenizer",
+    "model_source",
     "prepare_tokenizer",
     "resolve_device",
     "resolve_dtype",

@@ -45,6 +45,7 @@ from llmgym.agents.models import get_model_defaults, prepare_tokenizer
 from llmgym.wrappers.history import ChatHistory
 
 MODES = ("score", "generate")
+BACKENDS = ("hf", "vllm")
 NORMALIZATIONS = ("sum", "token", "word")
 PREFILL = '{"action": "'
 THINK_SUFFIX = (
@@ -86,6 +87,13 @@ class PolicyConfig:
     stop_at_answer: bool = True
     """With the prefill, stop generating at the first token holding ``}``: the answer is
     complete (rambling past it costs decode steps for the whole batch)."""
+    backend: str = "hf"
+    """``hf``: transformers in this process. ``vllm``: act through a running vLLM server
+    (``vllm_url``; ``llmgym.agents.vllm_backend``); log-probs only, so no action head."""
+    vllm_url: str = ""
+    """The vLLM server's address, e.g. ``http://127.0.0.1:8000`` (backend ``vllm``)."""
+    vllm_model: str = ""
+    """The served model (or loaded adapter) name; empty = the first the server lists."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -103,6 +111,8 @@ class PolicyConfig:
             raise ValueError(f"top_p must be in (0, 1], not {self.top_p}.")
         if self.history < 0:
             raise ValueError(f"history must be 0 or more, not {self.history}.")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {self.backend!r}.")
 
 
 @dataclass
@@ -214,7 +224,9 @@ def _left_pad(rows: Sequence[Sequence[int]], pad: int, device: Any) -> tuple[tor
 
 
 class LLMPolicy:
-    """Acts for a batch of text envs with a causal LM (plain, or a peft ``PeftModel``).
+    """Acts for a batch of text envs with a causal LM (plain, or a peft ``PeftModel``), or
+    through a vLLM server (``config.backend == "vllm"``; ``model`` may then be None: acting
+    needs only the tokenizer).
 
     ``act`` samples under ``torch.no_grad``; ``evaluate`` recomputes the same log-probs with
     gradients. Per-env chat history (``config.history > 0``) is kept by env index; call
@@ -235,8 +247,11 @@ class LLMPolicy:
         self.model = model
         self.tokenizer = prepare_tokenizer(tokenizer)
         self.config = config or PolicyConfig()
-        self.device = torch.device(device) if device is not None else model.device
+        if device is None:
+            device = model.device if model is not None else "cpu"
+        self.device = torch.device(device)
         name = getattr(getattr(model, "config", None), "_name_or_path", "") or ""
+        name = name or getattr(self.tokenizer, "name_or_path", "") or ""
         self.defaults = get_model_defaults(name)
         self.generator = torch.Generator(device=self.device).manual_seed(self.config.seed)
         self.stop_ids = self._stop_ids()
@@ -257,6 +272,18 @@ class LLMPolicy:
         self.stats = dict.fromkeys(
             ("prompt_tokens", "cached_tokens", "generated_tokens", "decode_tokens"), 0
         )
+        #: The vLLM server acting is delegated to (backend ``vllm``), else None.
+        self.server = None
+        if self.config.backend == "vllm":
+            from llmgym.agents.vllm_backend import VLLMServer
+
+            if head is not None:
+                raise ValueError(
+                    "vLLM returns log-probs, not hidden states, so a policy with an action head "
+                    "cannot act through it; train with `--set action_head=false` to use the "
+                    "vllm backend."
+                )
+            self.server = VLLMServer(self.config.vllm_url, self.config.vllm_model)
 
     # ----------------------------------------------------------------------------- prompts
     def _stop_ids(self) -> list[int]:
@@ -568,6 +595,10 @@ class LLMPolicy:
         return torch.stack([h for h, _ in rows]), [s for _, s in rows]
 
     def _forward_features(self, prompts, candidates, actions, shared):
+        if self.server is not None:
+            rows = self.server.candidate_logprobs(prompts, candidates)
+            lm = [self._scores([torch.tensor(t) for t in r], a) for r, a in zip(rows, actions)]
+            return torch.zeros((len(prompts), 0)), lm
         last_logits, cache, mask, hidden = self._encode_prompts(
             prompts, shared=shared, hidden=self.head is not None
         )
@@ -629,9 +660,46 @@ class LLMPolicy:
 
     def _act_generate(self, messages, prompts) -> list[ActionSample]:
         max_new = self.config.max_new_tokens or self.defaults.max_new_tokens
+        stop_ids = self.stop_ids + (self._closing_ids() if self._stops_at_answer else [])
+        if self.server is not None:
+            # One draw per batch; prompt i samples with seed + i (identical prompts differ).
+            seed = int(torch.randint(2**31 - 1, (1,), generator=self.generator))
+            rows = self.server.generate(
+                prompts,
+                max_tokens=max_new,
+                stop_token_ids=stop_ids,
+                temperature=self.config.temperature,
+                top_p=self.config.top_p,
+                greedy=self.config.greedy,
+                seed=seed,
+            )
+            all_tokens, all_logps = [r[0] for r in rows], [r[1] for r in rows]
+        else:
+            all_tokens, all_logps = self._decode(prompts, max_new, stop_ids)
+        samples = []
+        stop_set = set(stop_ids)
+        for b, row in enumerate(all_tokens):
+            end = next((i + 1 for i, t in enumerate(row) if t in stop_set), len(row))
+            self.stats["generated_tokens"] += end
+            text = self.tokenizer.decode(row[:end], skip_special_tokens=True)
+            samples.append(
+                ActionSample(
+                    text=self._prefill + text,
+                    action_index=None,
+                    prompt_ids=prompts[b],
+                    completion_ids=row[:end],
+                    logprobs=all_logps[b][:end],
+                    candidate_ids=[],
+                    messages=messages[b],
+                )
+            )
+        return samples
+
+    def _decode(self, prompts, max_new, stop_ids) -> tuple[list[list[int]], list[list[float]]]:
+        """Sample up to ``max_new`` tokens per prompt with the KV cache, until every row has
+        produced a stop token: (token ids, their log-probs), rows padded after their stop."""
         logits, cache, mask, _ = self._encode_prompts(prompts, shared=True)
         positions = mask.sum(-1)
-        stop_ids = self.stop_ids + (self._closing_ids() if self._stops_at_answer else [])
         stop = torch.tensor(stop_ids, device=self.device)
         done = torch.zeros(len(prompts), dtype=torch.bool, device=self.device)
         tokens, logps = [], []
@@ -656,26 +724,7 @@ class LLMPolicy:
                 .logits[:, -1]
                 .float()
             )
-        all_tokens = torch.stack(tokens, 1).tolist()
-        all_logps = torch.stack(logps, 1).tolist()
-        samples = []
-        stop_set = set(stop_ids)
-        for b, row in enumerate(all_tokens):
-            end = next((i + 1 for i, t in enumerate(row) if t in stop_set), len(row))
-            self.stats["generated_tokens"] += end
-            text = self.tokenizer.decode(row[:end], skip_special_tokens=True)
-            samples.append(
-                ActionSample(
-                    text=self._prefill + text,
-                    action_index=None,
-                    prompt_ids=prompts[b],
-                    completion_ids=row[:end],
-                    logprobs=all_logps[b][:end],
-                    candidate_ids=[],
-                    messages=messages[b],
-                )
-            )
-        return samples
+        return torch.stack(tokens, 1).tolist(), torch.stack(logps, 1).tolist()
 
     # ----------------------------------------------------------------------------- training
     def evaluate(

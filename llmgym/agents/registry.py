@@ -81,8 +81,10 @@ class LLMAgent:
     def seed_episodes(self, seeds: Sequence[int]) -> None:
         """Restart the policy's sampler from the first seed of each new batch of episodes (a
         call naming a seed the last one did not), so sampled episodes repeat whenever their
-        batch does: one generator serves a whole batch, so this is per batch, not per episode."""
-        if not set(seeds) <= self._seeds:
+        batch does: one generator serves a whole batch, so this is per batch, not per episode.
+        ``reset(None)`` (a new batch, e.g. another env for an agent cached across envs) forgets
+        the last seeds, so the next call always reseeds."""
+        if not self._seeds or not set(seeds) <= self._seeds:
             self.policy.generator.manual_seed(int(seeds[0]))
         self._seeds = set(seeds)
 
@@ -90,6 +92,8 @@ class LLMAgent:
         return [sample.text for sample in self.policy.act(observations, infos)]
 
     def reset(self, indices: Sequence[int] | None = None) -> None:
+        if indices is None:
+            self._seeds = set()
         self.policy.reset(indices)
 
 
@@ -120,7 +124,7 @@ def _llm(
 ) -> LLMAgent:
     """``llm:MODEL[@CHECKPOINT][,key=value...]``: the options after commas override ``config``
     (``llm:smollm2-135m,mode=generate,temperature=0.7``)."""
-    from llmgym.agents.models import DEFAULT_MODEL, load_model
+    from llmgym.agents.models import DEFAULT_MODEL, load_model, load_tokenizer
     from llmgym.agents.policy import LLMPolicy, PolicyConfig
 
     model_ref, *pairs = (argument or DEFAULT_MODEL).split(",")
@@ -138,6 +142,14 @@ def _llm(
         mode=mode, seed=seed, **{k: v for k, v in config.items() if k in known and v is not None}
     )
     model_name, _, checkpoint = model_ref.partition("@")
+    if policy_config.backend == "vllm":  # the server holds the weights: load the tokenizer
+        if checkpoint:
+            raise AgentError(
+                f"A run acts through vLLM once exported: `llmgym export {checkpoint} DIR "
+                "--merge`, serve DIR with vLLM, and pass llm:DIR."
+            )
+        tokenizer = load_tokenizer(model_name or DEFAULT_MODEL)
+        return LLMAgent(LLMPolicy(None, tokenizer, policy_config), name=f"llm:{argument}")
     if checkpoint:  # the run's own config names the base model
         from llmgym.agents.trainers import load_trained_policy
 

@@ -138,7 +138,7 @@ def train(
     seconds = time.perf_counter() - start
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu().contiguous() for k, v in model.policy.state_dict().items()}
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # processes may race on one model
     save_file(state, str(tmp), metadata={"format": CACHE_FORMAT})
     record = {
         "format": CACHE_FORMAT,

@@ -37,6 +37,7 @@ from llmgym.bench.runner import (
     run_episodes,
     wants_exact,
 )
+from llmgym.errors import LLMGymError
 
 #: How often Ray reruns a task whose worker process died (killed, out of memory, node lost).
 MAX_RETRIES = 3
@@ -44,7 +45,7 @@ MAX_RETRIES = 3
 _AGENTS: dict[tuple[str, str | None, int], TextAgent] = {}
 
 
-class RayBenchError(RuntimeError):
+class RayBenchError(LLMGymError, RuntimeError):
     """A Ray task failed for good (its worker died on every retry)."""
 
 
@@ -86,6 +87,15 @@ def exact_chunk(env_id: str, agent_name: str, seed: int) -> dict[str, Any]:
     return {"exact": exact_row(env_id, agent_name, agent)}
 
 
+def _cache_sb3(agent_name: str, env_id: str, seed: int) -> None:
+    """Train (or load) an SB3 agent's model once on the driver, so its file is cached before
+    the workers build the agent; a cell the agent cannot play is left to the task to skip."""
+    try:
+        make_agent(agent_name, env_id, seed=seed)
+    except AgentError:
+        pass
+
+
 def _result(ray: Any, ref: Any, cell: tuple[str, str]) -> dict[str, Any]:
     """A task's result; the agent's own error is raised as itself, a dead worker as one
     sentence."""
@@ -117,9 +127,15 @@ def run_bench_ray(
     """``llmgym.bench.runner.run_bench`` with the cells' chunks as Ray tasks; the new rows.
 
     Uses the Ray session already started in this process, else ``ray.init(address=address)``
-    (``None``: join the cluster this machine runs, or start a local one; ``"local"``: always
-    a new local one; ``"HOST:6379"``: a cluster's head), shut down again at the end.
+    (``None``: the cluster ``RAY_ADDRESS`` names, else the one this machine runs, else a new
+    local one; ``"local"``: always a new local one; ``"auto"``: the cluster this machine
+    joined; ``"HOST:6379"``: a cluster's head), shut down again at the end. The CLI's
+    ``--ray local`` passes ``None``, so it joins a running cluster when there is one.
     ``on_skip(env, agent, reason)`` is called once per cell an agent cannot play.
+
+    SB3 agents whose model is not cached yet are trained once here, on the driver, before any
+    task starts: the workers then only load the cached file (instead of every chunk of a
+    cell training the same model at once).
     """
     import ray
 
@@ -135,6 +151,9 @@ def run_bench_ray(
     try:
         with EpisodeLog(output, on_episode) as log:
             todo = pending_seeds(env_ids, agents, episodes, seed, log.done)
+            for env_id, agent_name in todo:
+                if agent_name.startswith("sb3"):
+                    _cache_sb3(agent_name, env_id, seed)
             for (env_id, agent_name), seeds in todo.items():
                 for part in chunks(seeds, chunk_size or batch_size):
                     ref = play.remote(env_id, agent_name, part, seed, batch_size)

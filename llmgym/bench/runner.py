@@ -152,6 +152,9 @@ def run_episodes(
     envs = [make_eval_env(env_id) for _ in range(min(batch_size, len(seeds)))]
     for start in range(0, len(seeds), batch_size):
         chunk = list(seeds[start : start + batch_size])
+        reset = getattr(agent, "reset", None)
+        if reset is not None:
+            reset(None)  # a new batch: fresh state, and a sampler reseeded by seed_rows
         starts = [env.reset(seed=s) for env, s in zip(envs, chunk, strict=False)]
         observations = [obs for obs, _ in starts]
         infos = [info for _, info in starts]

@@ -15,7 +15,7 @@ import sys
 
 import typer
 
-from llmgym.cli import bench, envs, serve, train
+from llmgym.cli import bench, envs, export, serve, train
 from llmgym.cli import eval as evaluate
 
 app = typer.Typer(
@@ -29,6 +29,7 @@ evaluate.register(app)
 bench.register(app)  # bench, baselines train
 train.register(app)  # train, plot
 serve.register(app)
+export.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:

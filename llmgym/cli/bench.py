@@ -87,8 +87,9 @@ def register(app: typer.Typer) -> None:
         ray: str | None = typer.Option(
             None,
             metavar="ADDRESS",
-            help="Run the cells' chunks of seeds as Ray tasks: 'local' (this machine), "
-            "'auto' (the cluster this machine joined) or HEAD:6379. Needs llmgym[ray].",
+            help="Run the cells' chunks of seeds as Ray tasks: 'local' (the cluster RAY_ADDRESS "
+            "names or this machine runs, else a new one here), 'auto' (the cluster this machine "
+            "joined) or HEAD:6379. Needs llmgym[ray].",
         ),
     ) -> None:
         """Score agents on a suite over fixed seeds: JSONL rows, leaderboard.md and .png.

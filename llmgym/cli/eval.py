@@ -42,6 +42,8 @@ def eval_command(
     greedy: bool = typer.Option(False, help="LLM takes the most likely action."),
     history: int | None = typer.Option(None, help="LLM: past turns kept in the prompt."),
     device: str = typer.Option("auto", help="auto, cpu, cuda or mps."),
+    backend: str = typer.Option("hf", help="LLM: hf (transformers) or vllm (a vLLM server)."),
+    vllm_url: str = typer.Option("", help="LLM with --backend vllm: the server, http://HOST:PORT."),
     progress: bool = typer.Option(True, help="Show a progress bar."),
     exact: bool = typer.Option(
         False,
@@ -75,6 +77,8 @@ def eval_command(
             greedy=greedy or exact or None,
             history=history,
             device=device,
+            backend=backend if backend != "hf" else None,
+            vllm_url=vllm_url or None,
             exact=exact,
             env_kwargs=env_kwargs,
         )

@@ -133,3 +133,29 @@ def test_history_comes_from_the_envs():
 def test_llm_agent_options_are_checked_before_loading(name, message):
     with pytest.raises(AgentError, match=message):
         make_agent(name, "Text-Blackjack-v1")
+
+
+def test_llm_agent_reseeds_at_the_start_of_every_batch():
+    class Generator:
+        def __init__(self) -> None:
+            self.seeds: list[int] = []
+
+        def manual_seed(self, seed: int) -> None:
+            self.seeds.append(seed)
+
+    class Policy:
+        generator = Generator()
+
+        def reset(self, indices=None) -> None:
+            pass
+
+    agent = LLMAgent(Policy())
+    agent.seed_episodes([0, 1])
+    agent.seed_episodes([1])  # the same batch, one episode left: no reseed
+    assert Policy.generator.seeds == [0]
+    agent.reset([0])
+    agent.seed_episodes([1])
+    assert Policy.generator.seeds == [0]
+    agent.reset(None)  # a new batch (e.g. another env) with the same seeds reseeds
+    agent.seed_episodes([0, 1])
+    assert Policy.generator.seeds == [0, 0]

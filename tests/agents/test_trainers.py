@@ -320,3 +320,24 @@ def test_trained_run_loads_as_an_eval_agent(tmp_path):
     lora = [(n, p) for n, p in agent.policy.model.named_parameters() if "lora" in n]
     assert lora and all(torch.equal(p, trained[n]) for n, p in lora)
     assert evaluate("Text-Blackjack-v1", agent, episodes=4, progress=False)["episodes"] == 4
+
+
+def test_full_fine_tune_checkpoint_loads_with_both_tied_keys_and_rejects_others(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    from llmgym.errors import TrainingError
+
+    cfg = dict(FAST, lora=False)
+    trainer = make_trainer("reinforce", total_episodes=16, output_dir=str(tmp_path), **cfg)
+    trainer.train()
+    ckpt = trainer.latest_checkpoint()
+    file = ckpt / "model.safetensors"
+    full = {k: v.detach().clone().contiguous() for k, v in trainer.model.state_dict().items()}
+    save_file(full, str(file))  # an older checkpoint: every key, tied ones twice
+    resumed = make_trainer("reinforce", total_episodes=16, output_dir=str(tmp_path), **cfg)
+    resumed.load_checkpoint(ckpt)
+    weights = load_file(str(file))
+    weights["not.a.weight"] = torch.zeros(1)
+    save_file(weights, str(file))
+    with pytest.raises(TrainingError, match="holds weights for another model"):
+        resumed.load_checkpoint(ckpt)

@@ -58,7 +58,7 @@ def load_trained(checkpoint: str, device: str = "auto") -> tuple[Any, Any]:
     checkpoint folder or a policy directory (``Trainer.save_policy``), with the trained adapter
     (and any merged SFT/reference adapters) applied. An action head is not part of the model:
     use :func:`load_trained_policy` to act as the trained policy did."""
-    trainer = _restore(checkpoint, device)
+    trainer = restore_trainer(checkpoint, device)
     return trainer.model.eval(), trainer.tokenizer
 
 
@@ -66,7 +66,7 @@ def load_trained_policy(checkpoint: str, device: str = "auto", policy_config: An
     """The ``LLMPolicy`` a run trained (adapters and action head restored), ready to act;
     ``policy_config`` replaces its ``PolicyConfig`` (e.g. greedy evaluation). Features are
     memoised per prompt: the weights no longer change."""
-    trainer = _restore(checkpoint, device)
+    trainer = restore_trainer(checkpoint, device)
     policy = trainer.policy
     if policy_config is not None:
         from llmgym.agents.policy import LLMPolicy
@@ -79,7 +79,9 @@ def load_trained_policy(checkpoint: str, device: str = "auto", policy_config: An
     return policy
 
 
-def _restore(checkpoint: str, device: str) -> Any:
+def restore_trainer(checkpoint: str, device: str = "auto") -> Any:
+    """The trainer of a run directory, checkpoint or policy directory, its weights loaded
+    (what :func:`load_trained` and ``llmgym export`` start from)."""
     import json
     from pathlib import Path
 
@@ -119,5 +121,6 @@ __all__ = [
     "load_trained",
     "load_trained_policy",
     "make_trainer",
+    "restore_trainer",
     "trainer_class",
 ]

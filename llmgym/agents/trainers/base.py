@@ -1167,7 +1167,12 @@ class Trainer:
             from peft import get_peft_model_state_dict
 
             return get_peft_model_state_dict(self.model)
-        return {k: v for k, v in self.model.state_dict().items()}
+        state, seen = {}, set()
+        for key, value in self.model.state_dict().items():
+            if value.data_ptr() not in seen:  # a tied weight (lm_head = embeddings) once
+                seen.add(value.data_ptr())
+                state[key] = value
+        return state
 
     def extra_state(self) -> dict[str, Any]:
         """Hook: algorithm counters to checkpoint (JSON-serialisable)."""
@@ -1194,6 +1199,8 @@ class Trainer:
             )
         try:
             self._load_checkpoint(ckpt)
+        except TrainingError:
+            raise  # already one sentence (e.g. another algo's or model's checkpoint)
         except (
             OSError,
             EOFError,
@@ -1241,7 +1248,16 @@ class Trainer:
 
             set_peft_model_state_dict(self.model, weights)
         else:
-            self.model.load_state_dict(weights)
+            # Every unique tensor, and nothing the model lacks (older checkpoints stored
+            # both names of a tied weight).
+            saved, needed = set(weights), set(self.model_state())
+            if not needed <= saved <= set(self.model.state_dict()):
+                raise TrainingError(
+                    f"The checkpoint {ckpt} holds weights for another model "
+                    f"({len(needed - saved)} missing, {len(saved - set(self.model.state_dict()))} "
+                    "unexpected); resume with the model it was trained with."
+                )
+            self.model.load_state_dict(weights, strict=False)  # tied weights come along
         policy_only = state.get("policy_only", False)
         for name, module in self.extra_modules.items():
             file = ckpt / f"{name}.safetensors"

