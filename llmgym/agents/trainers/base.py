@@ -34,6 +34,7 @@ import numpy as np
 import llmgym  # noqa: F401  (registers the Text-* ids)
 from llmgym.agents.returns import finite_returns, mean_ci95
 from llmgym.agents.trainers import checkpoints
+from llmgym.agents.trainers.likelihood import evaluate_cached, sequence_mean_logprob
 from llmgym.agents.trainers.optim import Optimizers
 from llmgym.errors import TrainingError
 
@@ -1342,13 +1343,6 @@ def default_lora_targets(name: str) -> Any:
     return get_model_defaults(name).lora_target_modules
 
 
-def evaluate_cached(policy: Any, samples: list[Any]) -> Any:
-    """``policy.evaluate`` with the shared system-prompt prefix encoded once without gradient
-    (score mode with the prefix cache on, two samples or more); otherwise plain."""
-    shared = policy.config.mode == "score" and policy.config.prefix_cache and len(samples) > 1
-    return policy.evaluate(samples, shared_prefix=shared)
-
-
 def sample_key(sample: Any) -> tuple:
     """Hashable identity of (prompt, taken action) of a sample."""
     completion = getattr(sample, "completion_ids", None)
@@ -1358,16 +1352,6 @@ def sample_key(sample: Any) -> tuple:
         tuple(_as_list(completion)) if completion is not None else (),
         index,
     )
-
-
-def sequence_mean_logprob(out: Any, mode: str) -> Any:
-    """Per-sample log-likelihood normalised for SFT: the candidate log-prob in score mode, the
-    mean token log-prob of the completion in generate mode."""
-    if mode == "generate" and getattr(out, "token_logprobs", None) is not None:
-        import torch
-
-        return torch.stack([t.mean() for t in out.token_logprobs])
-    return out.logprob
 
 
 def rollout_metrics(episodes: list[Episode]) -> dict[str, Any]:

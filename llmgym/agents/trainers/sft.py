@@ -33,7 +33,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from llmgym.agents.trainers.base import evaluate_cached
+from llmgym.agents.trainers.likelihood import evaluate_cached, sequence_mean_logprob
 from llmgym.errors import TrainingError
 
 
@@ -257,8 +257,6 @@ def demo_nll(policy: Any, samples: Sequence[Any], micro_batch_size: int = 16) ->
     """Mean negative log-likelihood of the demo actions (per turn; per token in generate)."""
     import torch
 
-    from llmgym.agents.trainers.base import sequence_mean_logprob
-
     total = 0.0
     with torch.no_grad():
         for i in range(0, len(samples), micro_batch_size):
@@ -279,8 +277,6 @@ def sft_train(
     ``params`` are the weights to train (default: every parameter that requires grad);
     ``on_epoch(epoch)`` is called after each pass."""
     import torch
-
-    from llmgym.agents.trainers.base import sequence_mean_logprob
 
     cfg = config or SFTConfig()
     if not demos:

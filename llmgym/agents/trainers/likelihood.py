@@ -1,0 +1,31 @@
+"""Log-likelihoods of a policy's own samples, as training scores them (RL updates and SFT).
+
+Example:
+    >>> from types import SimpleNamespace
+    >>> sequence_mean_logprob(SimpleNamespace(logprob=-1.5, token_logprobs=None), "score")
+    -1.5
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def evaluate_cached(policy: Any, samples: list[Any]) -> Any:
+    """``policy.evaluate`` with the shared system-prompt prefix encoded once without gradient
+    (score mode with the prefix cache on, two samples or more); otherwise plain."""
+    shared = policy.config.mode == "score" and policy.config.prefix_cache and len(samples) > 1
+    return policy.evaluate(samples, shared_prefix=shared)
+
+
+def sequence_mean_logprob(out: Any, mode: str) -> Any:
+    """Per-sample log-likelihood normalised for SFT: the candidate log-prob in score mode, the
+    mean token log-prob of the completion in generate mode."""
+    if mode == "generate" and getattr(out, "token_logprobs", None) is not None:
+        import torch
+
+        return torch.stack([t.mean() for t in out.token_logprobs])
+    return out.logprob
+
+
+__all__ = ["evaluate_cached", "sequence_mean_logprob"]
