@@ -11,7 +11,8 @@ training and printed next to fixed reference policies, then the learning curve i
 
 The same run from the command line:
 
-    llmgym train Text-Blackjack-v1 --algo ppo --episodes 2000 --episodes-per-update 40 \
+    llmgym train Text-Blackjack-v1 --algo ppo --episodes 2000 --steps 1000000 \
+        --episodes-per-update 40 --eval-every 10 \
         --set train_backbone=false --set update_epochs=8 --set temperature=2.0 \
         --set ent_coef=0.05 --set anneal_lr=true --set value_lr=3e-3 --set gae_lambda=0.5 \
         --threads 1
