@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 LLMGYM=${LLMGYM:-.venv/bin/llmgym}
 # Blackjack: frozen LM + action head (SGD, the default), sampling at temperature 2, rates
 # annealed to 0 (the final policy is otherwise the noise of its last batches); PPO's critic
-# bootstraps more (gae_lambda 0.5; benchmarks/head_sweep.py chose these on memoised features).
+# bootstraps more (gae_lambda 0.5); benchmarks/head_sweep.py compares these choices.
 HEAD="--set train_backbone=false --set update_epochs=8 --set temperature=2.0 --set ent_coef=0.05
       --set anneal_lr=true"
 
@@ -60,8 +60,7 @@ for name in "${@:-${ALL[@]}}"; do
       run "$name" Text-Blackjack-v1 --algo grpo --seed 0 --sft auto --episodes 640 \
         --steps 1000000 --episodes-per-update 64 --eval-every 5 --set train_backbone=false \
         --set group_size=8 --set beta=0.5 --set head_optimizer=adamw --set head_lr=3e-4 \
-        --set temperature=1.0 \
-        --set anneal_lr=true ;;
+        --set temperature=1.0 --set anneal_lr=true ;;
     frozenlake-noslip-ppo-s*) frozenlake "$name" "${name##*-s}" ;;
     frozenlake-slippery-ppo-s0)
       run "$name" Text-FrozenLake-v1 --algo ppo --seed 0 --steps 30000 --episodes-per-update 64 \
