@@ -79,7 +79,9 @@ class PolicyConfig:
     think: bool = False
     """Ask the model to reason before answering (generate mode; disables ``prefill``)."""
     prefill: bool = True
-    """Start the assistant turn with ``{"action": "`` so small models answer in format."""
+    """Start the assistant turn with ``{"action": "`` so small models answer in format (in
+    generate mode an env may name its own start in ``info["answer_prefill"]``, e.g. math's
+    ``{"answer": ``)."""
     seed: int = 0
     """Seed of the policy's own torch.Generator: acting is reproducible."""
     prefix_cache: bool = True
@@ -314,15 +316,25 @@ class LLMPolicy:
             system_role=self.defaults.system_role,
         )
 
-    def prompt_text(self, messages: list[Message]) -> str:
-        """The chat template applied to ``messages`` with the generation prompt (+ prefill)."""
+    def prefill_for(self, info: dict[str, Any]) -> str:
+        """The answer start written for the model: the env's ``answer_prefill`` in generate
+        mode, else ``{"action": "``; empty when ``prefill`` is off or the model thinks first."""
+        if not self._prefill:
+            return ""
+        if self.config.mode == "generate":
+            return str(info.get("answer_prefill", self._prefill))
+        return self._prefill
+
+    def prompt_text(self, messages: list[Message], prefill: str | None = None) -> str:
+        """The chat template applied to ``messages`` with the generation prompt, then
+        ``prefill`` (None: the policy's own, ``{"action": "`` unless switched off)."""
         text = self.tokenizer.apply_chat_template(
             messages,
             tokenize=False,
             add_generation_prompt=True,
             **self.defaults.chat_template_kwargs,
         )
-        return text + self._prefill
+        return text + (self._prefill if prefill is None else prefill)
 
     def _encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -489,7 +501,7 @@ class LLMPolicy:
             self.messages_for(i, o, info) for i, (o, info) in enumerate(zip(observations, infos))
         ]
         actions = [list(info.get("valid_actions") or []) for info in infos]
-        samples = self.act_messages(messages, actions)
+        samples = self.act_messages(messages, actions, [self.prefill_for(i) for i in infos])
         if self.config.history:
             for i, (obs, sample) in enumerate(zip(observations, samples)):
                 if "messages" not in infos[i]:
@@ -502,12 +514,16 @@ class LLMPolicy:
         self,
         messages: Sequence[list[Message]],
         valid_actions: Sequence[Sequence[str]] | None = None,
+        prefills: Sequence[str] | None = None,
     ) -> list[ActionSample]:
-        """Like ``act``, from ready-made chat messages (and valid actions, for score mode)."""
-        texts = [self.prompt_text(m) for m in messages]
+        """Like ``act``, from ready-made chat messages (and valid actions, for score mode;
+        ``prefills``: each prompt's answer start in generate mode, default the policy's)."""
+        if prefills is None or self.config.mode == "score":
+            prefills = [self._prefill] * len(messages)
+        texts = [self.prompt_text(m, p) for m, p in zip(messages, prefills)]
         prompts = [self._encode(t) for t in texts]
         if self.config.mode == "generate":
-            return self._act_generate(list(messages), prompts)
+            return self._act_generate(list(messages), prompts, list(prefills))
         actions = [list(a) for a in valid_actions or [[] for _ in messages]]
         if len(actions) != len(messages) or not all(actions):
             raise ValueError(
@@ -658,7 +674,7 @@ class LLMPolicy:
             self._closing = [i for i, piece in enumerate(pieces) if "}" in piece]
         return self._closing
 
-    def _act_generate(self, messages, prompts) -> list[ActionSample]:
+    def _act_generate(self, messages, prompts, prefills) -> list[ActionSample]:
         max_new = self.config.max_new_tokens or self.defaults.max_new_tokens
         stop_ids = self.stop_ids + (self._closing_ids() if self._stops_at_answer else [])
         if self.server is not None:
@@ -684,7 +700,7 @@ class LLMPolicy:
             text = self.tokenizer.decode(row[:end], skip_special_tokens=True)
             samples.append(
                 ActionSample(
-                    text=self._prefill + text,
+                    text=prefills[b] + text,
                     action_index=None,
                     prompt_ids=prompts[b],
                     completion_ids=row[:end],

@@ -141,7 +141,9 @@ class EpisodeRollout:
             if not active:
                 break
             samples = policy.act_messages(
-                [t.messages for t in active], [t.info.get("valid_actions") or [] for t in active]
+                [t.messages for t in active],
+                [t.info.get("valid_actions") or [] for t in active],
+                [policy.prefill_for(t.info) for t in active],
             )
             for t, sample in zip(active, samples):
                 self._append_turn(policy, t, sample)
@@ -179,7 +181,8 @@ class EpisodeRollout:
                 env_ids = sample.prompt_ids[len(held) :]
             else:
                 self.stats["retokenized_turns"] += 1
-                env_ids = _text_continuation(policy, held, policy.prompt_text(t.messages))
+                prompt = policy.prompt_text(t.messages, policy.prefill_for(t.info))
+                env_ids = _text_continuation(policy, held, prompt)
             t.completion_ids += env_ids
             t.env_mask += [0] * len(env_ids)
             t.logprobs += [0.0] * len(env_ids)

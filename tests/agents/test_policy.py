@@ -227,3 +227,26 @@ def test_shared_prefix_evaluate_matches_plain_evaluate():
     assert torch.allclose(plain.logprob, shared.logprob, atol=1e-4)
     assert torch.allclose(plain.entropy, shared.entropy, atol=1e-4)
     assert shared.logprob.requires_grad
+
+
+def test_generate_writes_the_env_answer_prefill(tiny):
+    """Math names ``{"answer": `` as its answer start: the prompt ends with it, the action
+    text starts with it, and the log-prob recomputation sees the same tokens."""
+    pytest.importorskip("reasoning_gym")
+    import llmgym  # noqa: F401 (registers the envs)
+
+    model, tokenizer = tiny
+    env = gym.make("Text-Arithmetic-v0")
+    obs, info = env.reset(seed=0)
+    assert info["answer_prefill"] == '{"answer": '
+    policy = LLMPolicy(model, tokenizer, PolicyConfig(mode="generate", max_new_tokens=6))
+    [sample] = policy.act([obs], [info])
+    prompt = tokenizer.decode(sample.prompt_ids)
+    assert prompt.endswith('{"answer": ') and sample.text.startswith('{"answer": ')
+    assert PREFILL not in prompt
+    out = policy.evaluate([sample])
+    assert torch.allclose(out.token_logprobs[0], torch.tensor(sample.logprobs), atol=1e-4)
+    # prefill off: nothing written for the model; score mode keeps the action prefill
+    off = LLMPolicy(model, tokenizer, PolicyConfig(mode="generate", prefill=False))
+    assert off.prefill_for(info) == ""
+    assert LLMPolicy(model, tokenizer).prefill_for(info) == PREFILL

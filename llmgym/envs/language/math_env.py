@@ -29,6 +29,9 @@ after collapsing whitespace) and only its last ``MAX_ANSWER_CHARS`` (100,000) ar
 all, the final answer being searched in the last 8,000; so a huge answer costs no more than a
 short one.
 ``info["answer"]`` holds the reference answer from reset on; ``valid_actions`` is ``[]``.
+Single-step envs name the start of their JSON answer in ``info["answer_prefill"]``
+(``{"answer": `` for numbers): a policy that prefills its reply writes it for the model,
+which then only has to produce the answer.
 
 Example:
     >>> import pytest; _ = pytest.importorskip("reasoning_gym")
@@ -326,13 +329,16 @@ class ReasoningEnv(gym.Env):
         return canonical_number(str(self._entry["answer"])) is not None
 
     def _info(self) -> dict[str, Any]:
-        return {
+        info = {
             "system_prompt": self.system_prompt,
             "valid_actions": [],
             "raw_obs": self._entry["question"],
             "answer": str(self._entry["answer"]),
             "dataset": self.dataset_name,
         }
+        if self.max_turns == 1:  # a stepwise turn must be free to be a step
+            info["answer_prefill"] = '{"answer": ' if self._numeric else '{"answer": "'
+        return info
 
     def _problem_text(self) -> str:
         text = to_ascii(self._entry["question"])
