@@ -251,13 +251,15 @@ def _json_safe(value: Any) -> Any:
 
 
 def _baselines(env_id: str, env_kwargs: dict[str, Any], seeds: Any) -> dict[str, dict]:
+    """Random and expert returns on the evaluation seeds, each where the env has one."""
     from llmgym.agents.trainers.sft import reference_returns
 
-    out = {"random": reference_returns(env_id, env_kwargs, seeds, agent="random")}
-    try:
-        out["expert"] = reference_returns(env_id, env_kwargs, seeds, agent="expert")
-    except Exception:  # no expert known for this env
-        pass
+    out = {}
+    for agent in ("random", "expert"):
+        try:
+            out[agent] = reference_returns(env_id, env_kwargs, seeds, agent=agent)
+        except TrainingError:  # free-text env, or no expert known for it
+            pass
     return out
 
 

@@ -274,6 +274,25 @@ def test_cli_train_and_plot(tmp_path):
     assert (tmp_path / "c.png").exists()
 
 
+def test_cli_train_on_a_free_text_env_writes_its_result(tmp_path):
+    """Math lists no valid actions: the random/expert rows are left out, not a crash that
+    loses the trained run's result."""
+    pytest.importorskip("reasoning_gym")
+    from typer.testing import CliRunner
+
+    from llmgym.cli import app
+
+    out = tmp_path / "math"
+    args = ["train", "Text-Arithmetic-v0", "--model", "tiny", "--algo", "reinforce"]
+    args += ["--mode", "generate", "--steps", "8", "--num-envs", "8", "--episodes-per-update"]
+    args += ["8", "--final-eval-episodes", "4", "--eval-episodes", "4", "--no-progress"]
+    args += ["--output", str(out), "--set", "max_new_tokens=4"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "result.json").read_text())
+    assert data["mode"] == "generate" and data["baselines_same_seeds"] == {}
+
+
 def test_cli_errors_are_one_sentence(tmp_path):
     from typer.testing import CliRunner
 

@@ -90,7 +90,10 @@ def reference_returns(
     agent: str = "expert",
 ) -> dict[str, float]:
     """Mean return and 95 % CI of the ``expert`` or a uniformly ``random`` agent, played
-    through the text env on ``seeds`` (the same seeds an LLM policy is evaluated on)."""
+    through the text env on ``seeds`` (the same seeds an LLM policy is evaluated on).
+
+    Raises ``TrainingError`` for an env without valid actions (free text, e.g. math) or, for
+    the expert, without a known expert."""
     from llmgym.agents.returns import mean_ci95
 
     env = gym.make(env_id, **(env_kwargs or {}))
@@ -102,6 +105,9 @@ def reference_returns(
         total, done = 0.0, False
         while not done:
             valid = list(info.get("valid_actions") or [])
+            if not valid:
+                env.close()
+                raise TrainingError(f"{env_id} lists no valid actions: no {agent} agent plays it.")
             k = int(expert(info["raw_obs"])) if expert else int(rng.integers(len(valid)))
             obs, reward, terminated, truncated, info = env.step(json.dumps({"action": valid[k]}))
             total += float(reward)
