@@ -163,6 +163,26 @@ def test_math_no_answer_is_a_failed_parse():
     assert info["parse"]["ok"] is False and info["parse"]["method"] == "fallback"
 
 
+def test_math_train_and_test_splits_share_no_problem():
+    """A small problem space (2 one-digit terms: ~100 problems): the splits stay disjoint,
+    cover it all between them, and a bad split is one sentence."""
+    pytest.importorskip("reasoning_gym")
+    from llmgym.envs.language.math_env import split_of
+
+    config = {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1}
+    config |= {"operators": ["+"], "allow_parentheses": False, "allow_negation": False}
+    seen = {}
+    for split in ("train", "test", "all"):
+        env = gym.make("Text-Arithmetic-v0", config=config, split=split)
+        seen[split] = {env.reset(seed=s)[0] for s in range(600)}
+        if split != "all":
+            assert {split_of(q) for q in seen[split]} == {split}
+    assert not seen["train"] & seen["test"]
+    assert seen["all"] <= seen["train"] | seen["test"] and len(seen["test"]) >= 5
+    with pytest.raises(ValueError, match="split must be one of"):
+        gym.make("Text-Arithmetic-v0", split="heldout")
+
+
 def test_extract_answer_never_evaluates_and_normalizes_numbers():
     from llmgym.envs.language.math_env import extract_answer
 

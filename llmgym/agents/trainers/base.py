@@ -490,8 +490,8 @@ class Trainer:
         self.envs = (
             make_envs(config.env_id, config.num_envs, config.env_kwargs) if config.env_id else []
         )
-        # Evaluation always runs under the registered step limit, even when training caps it.
-        self.eval_kwargs = without_step_cap(config.env_kwargs)
+        # Evaluation runs under the registered step limit, on held-out problems where split.
+        self.eval_kwargs = evaluation_kwargs(config.env_kwargs)
         self.eval_envs = self.envs
         if config.env_id and self.eval_kwargs != config.env_kwargs:
             self.eval_envs = make_envs(config.env_id, config.num_envs, self.eval_kwargs)
@@ -1300,14 +1300,20 @@ class Trainer:
 # Helpers
 
 
-def without_step_cap(env_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``env_kwargs`` without a training-only ``max_episode_steps`` cap.
+def evaluation_kwargs(env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The evaluation env's kwargs: without a training-only ``max_episode_steps`` cap, and
+    on the held-out ``split="test"`` where training draws from ``split="train"`` (math).
 
     Example:
-        >>> without_step_cap({"is_slippery": False, "max_episode_steps": 30})
+        >>> evaluation_kwargs({"is_slippery": False, "max_episode_steps": 30})
         {'is_slippery': False}
+        >>> evaluation_kwargs({"split": "train"})
+        {'split': 'test'}
     """
-    return {k: v for k, v in env_kwargs.items() if k != "max_episode_steps"}
+    out = {k: v for k, v in env_kwargs.items() if k != "max_episode_steps"}
+    if out.get("split") == "train":
+        out["split"] = "test"
+    return out
 
 
 def exact_metrics(result: Any) -> dict[str, Any]:

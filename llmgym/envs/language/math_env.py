@@ -29,6 +29,10 @@ after collapsing whitespace) and only its last ``MAX_ANSWER_CHARS`` (100,000) ar
 all, the final answer being searched in the last 8,000; so a huge answer costs no more than a
 short one.
 ``info["answer"]`` holds the reference answer from reset on; ``valid_actions`` is ``[]``.
+``split="train"`` / ``"test"`` draws only problems of one side of a fixed partition by problem
+text (``TEST_SHARE``, 20 %, by a hash of the text): training on ``train`` and evaluating on
+``test`` never shows the model an evaluation problem, even where the generator's problem
+space is small (``llmgym train`` evaluates a ``split="train"`` run on ``test`` by itself).
 Single-step envs name the start of their JSON answer in ``info["answer_prefill"]``
 (``{"answer": `` for numbers): a policy that prefills its reply writes it for the model,
 which then only has to produce the answer.
@@ -47,6 +51,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import zlib
 from fractions import Fraction
 from typing import Any, SupportsFloat
 
@@ -65,6 +70,9 @@ _BOXED = re.compile(r"\\boxed\s*\{")
 _PROSE = re.compile(r"\banswer\s*(?:is|:|=)[\s:]*([^\n]{1,120})", re.IGNORECASE)
 _TO_ASCII = {"£": "GBP ", "€": "EUR ", "¥": "JPY ", "×": "*", "÷": "/", "−": "-", "…": "..."}
 _STEP_CHARS = 800
+#: Share of problem texts on the ``test`` side of the train/test partition.
+TEST_SHARE = 0.2
+SPLITS = ("all", "train", "test")
 #: Longest answer read in full. Longer answers are cut before any work: the final answer is
 #: looked for in the last ``MAX_SCAN_CHARS`` characters, a stepwise turn keeps its first
 #: ``_STEP_CHARS`` (after collapsing whitespace), so a step costs the same for 4 KB or 1 GB.
@@ -277,6 +285,16 @@ def check_dataset(dataset: str) -> None:
         )
 
 
+def split_of(problem: str) -> str:
+    """The side of the fixed train/test partition a problem text is on (a CRC-32 hash).
+
+    Example:
+        >>> split_of("Calculate 0 + 3."), split_of("Calculate 2 + 4.")
+        ('test', 'train')
+    """
+    return "test" if zlib.crc32(problem.encode()) % 1000 < TEST_SHARE * 1000 else "train"
+
+
 def make_dataset(dataset: str, config: dict[str, Any] | None, seed: int, size: int) -> Any:
     """A reasoning-gym dataset; its items are generated lazily from ``seed`` and the index.
     Only ``SAFE_DATASETS`` are made."""
@@ -290,7 +308,8 @@ class ReasoningEnv(gym.Env):
     """One reasoning-gym problem per episode, answered in text (see the module docstring).
 
     ``dataset_seed`` and ``size`` fix the pool of problems (items 0..size-1 of the dataset
-    generated with that seed): use another ``dataset_seed`` for a held-out evaluation pool.
+    generated with that seed). ``split`` (``all``, ``train`` or ``test``) keeps only the problems
+    on one side of the train/test partition of :func:`split_of`.
     """
 
     metadata = {"render_modes": []}
@@ -302,9 +321,13 @@ class ReasoningEnv(gym.Env):
         max_turns: int = 1,
         dataset_seed: int = 0,
         size: int = 100_000,
+        split: str = "all",
     ) -> None:
         if max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, not {max_turns}.")
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {', '.join(SPLITS)}, not {split!r}.")
+        self.split = split
         self.dataset_name = dataset
         self.max_turns = max_turns
         self.data = make_dataset(dataset, config, dataset_seed, size)
@@ -354,7 +377,12 @@ class ReasoningEnv(gym.Env):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
-        self._entry = self.data[int(self.np_random.integers(len(self.data)))]
+        for _ in range(10_000):  # about 1 / TEST_SHARE draws on the test side
+            self._entry = self.data[int(self.np_random.integers(len(self.data)))]
+            if self.split in ("all", split_of(self._entry["question"])):
+                break
+        else:
+            raise RuntimeError(f"No {self.split} problem in 10,000 draws: is the pool that small?")
         self._steps = []
         return self._problem_text(), self._info()
 
