@@ -13,8 +13,17 @@ RECORDS = Path(__file__).parent / "results" / "rl"
 
 
 def describe_env(record: dict) -> str:
+    """The env id and its kwargs (a nested config flattened), without the training step cap.
+
+    Example:
+        >>> describe_env({"env_id": "E", "env_kwargs": {"config": {"a": 1}, "split": "train"}})
+        'E (a=1, split=train)'
+    """
     kwargs = {k: v for k, v in (record.get("env_kwargs") or {}).items() if k != "max_episode_steps"}
-    extra = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+    flat = {}
+    for key, value in kwargs.items():
+        flat |= value if isinstance(value, dict) else {key: value}
+    extra = ", ".join(f"{k}={v}" for k, v in flat.items())
     return f"{record['env_id']}" + (f" ({extra})" if extra else "")
 
 
