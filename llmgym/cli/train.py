@@ -205,11 +205,12 @@ def train(
     refs_plot = {k: v["mean_return"] for k, v in refs.items()}
     png = plot_run(output, references=refs_plot, title=f"{env_id} {algo} {mode} ({model})")
     how = "exact value" if final.get("method") == "exact" else f"{final['episodes']} episodes"
+    others = ", ".join(f"{k} {v['mean_return']:.3f}" for k, v in refs.items())
     console.print(
         f"Final eval ({how}): mean return {final['mean_return']:.4f} ± {final['ci95']:.4f} (before "
-        f"training {start_value['mean_return']:.4f}; parse rate {final['parse_rate']:.2f}); "
-        + ", ".join(f"{k} {v['mean_return']:.3f}" for k, v in refs.items())
-        + f" on the same seeds. {trainer.env_steps} env steps, {trainer.episodes_done} episodes, "
+        f"training {start_value['mean_return']:.4f}; parse rate {final['parse_rate']:.2f})."
+        + (f" {others} on the same seeds." if others else "")
+        + f" {trainer.env_steps} env steps, {trainer.episodes_done} episodes, "
         f"{wall / 60:.1f} min. Plot: {png}"
     )
 

@@ -291,6 +291,7 @@ def test_cli_train_on_a_free_text_env_writes_its_result(tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads((out / "result.json").read_text())
     assert data["mode"] == "generate" and data["baselines_same_seeds"] == {}
+    assert "on the same seeds" not in result.output
 
 
 def test_cli_errors_are_one_sentence(tmp_path):
