@@ -6,7 +6,7 @@
 #   benchmarks/results/rl/NAME.png    the plot
 #   benchmarks/weights/rl/NAME/       the policy (action head; LoRA where trained): restore it with
 #                                     llmgym eval ENV --exact --agent "llm:smollm2-135m@benchmarks/weights/rl/NAME"
-# Usage: bash benchmarks/rl_from_scratch.sh [NAME ...]   (default: all of them; about 2 h)
+# Usage: bash benchmarks/rl_from_scratch.sh [NAME ...]   (default: all of them; about 7 h)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LLMGYM=${LLMGYM:-.venv/bin/llmgym}
@@ -53,7 +53,7 @@ SUMS='config={"min_terms":2,"max_terms":2,"min_digits":1,"max_digits":2,"operato
 ALL=(blackjack-ppo-s0 blackjack-ppo-s1 blackjack-ppo-s2 blackjack-grpo-s0 blackjack-grpo-s1
      blackjack-grpo-s2 blackjack-sft-grpo-s0
      frozenlake-noslip-ppo-s0 frozenlake-noslip-ppo-s1 frozenlake-noslip-ppo-s2
-     frozenlake-slippery-ppo-s0 arithmetic-reinforce-s0)
+     frozenlake-slippery-ppo-s0 arithmetic-reinforce-s0 cartpole-ppo-s0)
 for name in "${@:-${ALL[@]}}"; do
   case $name in
     blackjack-ppo-s*) blackjack "$name" ppo "${name##*-s}" --set value_lr=3e-3 --set gae_lambda=0.5 ;;
@@ -69,6 +69,12 @@ for name in "${@:-${ALL[@]}}"; do
     frozenlake-slippery-ppo-s0)
       run "$name" Text-FrozenLake-v1 --algo ppo --seed 0 --steps 30000 --episodes-per-update 64 \
         --eval-every 5 $LAKE --set gamma=0.99 ;;
+    cartpole-ppo-s0)  # ~4.5 h here: stop and continue with the same command plus --resume
+      run "$name" Text-CartPole-v1 --algo ppo --seed 0 --steps 20000 --num-envs 16 \
+        --episodes-per-update 16 --eval-every 10 --eval-episodes 4 --final-eval-episodes 20 \
+        --set train_backbone=false --set temperature=2.0 --set head_optimizer=adamw \
+        --set head_lr=0.003 --set gamma=0.99 --set update_epochs=4 --set eval_method=sampled \
+        --set checkpoint_every=2 ;;
     arithmetic-reinforce-s0)  # generate mode, LoRA, KL to the base model; ~50 min
       run "$name" Text-Arithmetic-v0 --algo reinforce --mode generate --env-kwarg "$SUMS" \
         --env-kwarg split=train --steps 3072 --num-envs 32 --episodes-per-update 64 \

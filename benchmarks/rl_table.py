@@ -31,10 +31,10 @@ def row(name: str, record: dict) -> str:
     value = f"{record['start_value']:+.4f} -> **{record['eval_value']:+.4f}**"
     if record["eval_method"] != "exact":
         value += f" ± {record['eval_ci95']:.3f}"
-    training = (
-        f"{record['episodes']} episodes, {record['env_steps']} env steps, "
-        f"{record['wall_s'] / 60:.1f} min"
-    )
+    minutes = f"{record['wall_s'] / 60:.1f} min"
+    if record.get("resumed"):  # wall_s counts the last invocation only
+        minutes = f"last of several sessions {minutes}"
+    training = f"{record['episodes']} episodes, {record['env_steps']} env steps, {minutes}"
     return (
         f"| {describe_env(record)} | {record['algo']} | {record['sft']} | {training} | {value} "
         f"| {record['eval_method']} | `{name}` |"
