@@ -69,7 +69,8 @@ for name in "${@:-${ALL[@]}}"; do
     frozenlake-slippery-ppo-s0)
       run "$name" Text-FrozenLake-v1 --algo ppo --seed 0 --steps 30000 --episodes-per-update 64 \
         --eval-every 5 $LAKE --set gamma=0.99 ;;
-    cartpole-ppo-s0)  # ~4.5 h here: stop and continue with the same command plus --resume
+    cartpole-ppo-s0)  # hours here; continue a stopped run with `llmgym train Text-CartPole-v1
+      # --output runs/rl/cartpole-ppo-s0 --steps 20000 --resume --final-eval-episodes 20 ...`
       run "$name" Text-CartPole-v1 --algo ppo --seed 0 --steps 20000 --num-envs 16 \
         --episodes-per-update 16 --eval-every 10 --eval-episodes 4 --final-eval-episodes 20 \
         --set train_backbone=false --set temperature=2.0 --set head_optimizer=adamw \
