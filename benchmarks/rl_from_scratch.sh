@@ -53,7 +53,8 @@ SUMS='config={"min_terms":2,"max_terms":2,"min_digits":1,"max_digits":2,"operato
 ALL=(blackjack-ppo-s0 blackjack-ppo-s1 blackjack-ppo-s2 blackjack-grpo-s0 blackjack-grpo-s1
      blackjack-grpo-s2 blackjack-sft-grpo-s0
      frozenlake-noslip-ppo-s0 frozenlake-noslip-ppo-s1 frozenlake-noslip-ppo-s2
-     frozenlake-slippery-ppo-s0 arithmetic-reinforce-s0 cartpole-ppo-s0)
+     frozenlake-slippery-ppo-s0 arithmetic-reinforce-s0 arithmetic-reinforce-s1
+     cartpole-ppo-s0)
 for name in "${@:-${ALL[@]}}"; do
   case $name in
     blackjack-ppo-s*) blackjack "$name" ppo "${name##*-s}" --set value_lr=3e-3 --set gae_lambda=0.5 ;;
@@ -76,9 +77,9 @@ for name in "${@:-${ALL[@]}}"; do
         --set train_backbone=false --set temperature=2.0 --set head_optimizer=adamw \
         --set head_lr=0.003 --set gamma=0.99 --set update_epochs=4 --set eval_method=sampled \
         --set checkpoint_every=2 ;;
-    arithmetic-reinforce-s0)  # generate mode, LoRA, KL to the base model; ~50 min
-      run "$name" Text-Arithmetic-v0 --algo reinforce --mode generate --env-kwarg "$SUMS" \
-        --env-kwarg split=train --steps 3072 --num-envs 32 --episodes-per-update 64 \
+    arithmetic-reinforce-s*)  # generate mode, LoRA, KL to the base model; ~50 min
+      run "$name" Text-Arithmetic-v0 --algo reinforce --mode generate --seed "${name##*-s}" \
+        --env-kwarg "$SUMS" --env-kwarg split=train --steps 3072 --num-envs 32 --episodes-per-update 64 \
         --eval-every 8 --eval-episodes 100 --final-eval-episodes 500 --set max_new_tokens=10 ;;
     *) echo "unknown run $name" >&2; exit 2 ;;
   esac
