@@ -1,5 +1,6 @@
 """The leaderboard: per (env, agent) mean return, 95 % bootstrap CI, normalized score, parse
-rate and env-steps/s, as markdown and as a PNG chart.
+rate, env-steps/s and the agent's training env steps, as markdown and as two PNG charts
+(normalized score per env; normalized score against training env steps).
 
 Where the env allows it, ``exact`` is the exact expected return of the agent's greedy policy
 (``exact.jsonl``, from ``llmgym.agents.exact``), next to the sampled mean.
@@ -27,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from llmgym.bench.costs import TrainingCost, training_cost
 from llmgym.envs.catalog import CATALOG
 
 #: Published (random, best known) returns for when a run lacks random or reference rows
@@ -70,6 +72,7 @@ class CellStats:
     parse_rate: float
     steps_per_s: float
     exact: float | None = None
+    training: TrainingCost | None = None
 
 
 def _anchors(means: dict[str, float], env_id: str) -> tuple[float, float] | None:
@@ -91,10 +94,11 @@ def summarize(
     env_ids: Sequence[str],
     agents: Sequence[str],
     exact: dict[tuple[str, str], float] | None = None,
+    costs: dict[tuple[str, str], TrainingCost | None] | None = None,
 ) -> list[CellStats]:
     """Leaderboard lines for ``agents`` on ``env_ids`` (in that order); the normalization
     anchors come from every agent's rows on the env. ``exact[(env, agent)]`` is the exact
-    value of a cell, where known."""
+    value of a cell and ``costs[(env, agent)]`` its agent's training, where known."""
     by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in sorted(rows, key=lambda r: r["seed"]):  # statistics ignore the order of arrival
         by_cell.setdefault((row["env_id"], row["agent"]), []).append(row)
@@ -130,6 +134,7 @@ def summarize(
                     parse_rate=parsed / steps,
                     steps_per_s=steps / wall if wall > 0 else float("nan"),
                     exact=(exact or {}).get((env_id, agent)),
+                    training=(costs or {}).get((env_id, agent)),
                 )
             )
     return stats
@@ -139,12 +144,29 @@ def _num(x: float) -> str:
     return f"{x:.3f}" if abs(x) < 10 else f"{x:.1f}"
 
 
+def training_text(cost: TrainingCost | None) -> str:
+    """A training-cost cell: env steps, then wall time where recorded.
+
+    Example:
+        >>> training_text(TrainingCost(50_000, 334.1)), training_text(TrainingCost(0, 0.0))
+        ('50,000 (5.6 min)', '0')
+        >>> training_text(TrainingCost(21_193, None)), training_text(None)
+        ('21,193', '?')
+    """
+    if cost is None:
+        return "?"
+    if not cost.env_steps:
+        return "0"
+    wall = f" ({cost.wall_s / 60:.1f} min)" if cost.wall_s else ""
+    return f"{cost.env_steps:,}{wall}"
+
+
 def markdown_table(stats: Sequence[CellStats]) -> str:
     """The leaderboard as a GitHub markdown table."""
     lines = [
         "| env | agent | episodes | mean return | 95 % CI | normalized | parse rate "
-        "| env-steps/s | exact |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| env-steps/s | exact | trained on (env steps) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in stats:
         normalized = "—" if s.normalized is None else f"{s.normalized:.2f}"
@@ -152,7 +174,7 @@ def markdown_table(stats: Sequence[CellStats]) -> str:
         lines.append(
             f"| {s.env_id} | {s.agent} | {s.episodes} | {_num(s.mean)} | "
             f"[{_num(s.ci_low)}, {_num(s.ci_high)}] | {normalized} | {s.parse_rate:.2f} | "
-            f"{s.steps_per_s:,.0f} | {exact} |"
+            f"{s.steps_per_s:,.0f} | {exact} | {training_text(s.training)} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -193,6 +215,41 @@ def plot(stats: Sequence[CellStats], path: Path) -> None:
     plt.close(fig)
 
 
+def plot_cost(stats: Sequence[CellStats], path: Path) -> None:
+    """Normalized score against training env steps (log x; untrained agents at 1), one marker
+    per agent and one colour per env: how much training each agent's score cost."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = [s for s in stats if s.normalized is not None and s.training is not None]
+    envs = list(dict.fromkeys(s.env_id for s in cells))
+    agents = list(dict.fromkeys(s.agent for s in cells))
+    markers = "osD^v<>pP*Xh"
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for s in cells:
+        ax.scatter(
+            max(s.training.env_steps, 1),
+            s.normalized,
+            color=plt.cm.tab10(envs.index(s.env_id) % 10),
+            marker=markers[agents.index(s.agent) % len(markers)],
+        )
+    for i, env_id in enumerate(envs):  # legend entries: colours for envs, markers for agents
+        ax.scatter([], [], color=plt.cm.tab10(i % 10), label=env_id.removeprefix("Text-"))
+    for k, agent in enumerate(agents):
+        ax.scatter([], [], color="grey", marker=markers[k % len(markers)], label=agent)
+    ax.set_xscale("log")
+    ax.axhline(1, color="grey", linewidth=0.8, linestyle="--")
+    ax.set_xlabel("training env steps (untrained agents at 1)")
+    ax.set_ylabel("normalized score")
+    ax.set_title("Normalized score against the training it cost")
+    ax.legend(fontsize="x-small", ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 NOTES = """
 - **mean return**: mean undiscounted episode return over the episodes (episode *i* starts with
   `reset(seed=SEED + i)`, the same for every agent).
@@ -207,6 +264,10 @@ NOTES = """
 - **exact**: the exact expected return of the agent's greedy policy, from the env's
   transition model under the same step cap (Blackjack, FrozenLake, Taxi, CliffWalking; not
   for `random`); no sampling error.
+- **trained on**: env steps (and wall time, this project's 2-core CPU) the agent was trained
+  for: 0 for random, optimal and zero-shot LLMs; SB3 from `sb3_models.json` or its cache
+  record; a trained LLM (`llm:MODEL@RUN`) from its run; `?` where unknown.
+  `leaderboard_cost.png` plots normalized score against it.
 """
 
 
@@ -226,9 +287,12 @@ def write_report(
     rows = load_rows(output)
     exact = {(r["env_id"], r["agent"]): r["exact_return"] for r in load_rows(output, EXACT_FILE)}
     earlier = [r["agent"] for r in rows if r["env_id"] in env_ids]
-    stats = summarize(rows, env_ids, list(dict.fromkeys([*agents, *earlier])), exact)
+    names = list(dict.fromkeys([*agents, *earlier]))
+    costs = {(e, a): training_cost(a, e, output) for e in env_ids for a in names}
+    stats = summarize(rows, env_ids, names, exact, costs)
     text = f"# Leaderboard\n\nMade by `{command}`.\n\n{markdown_table(stats)}{NOTES}"
     (output / "leaderboard.md").write_text(text)
     if chart and stats:
         plot(stats, output / "leaderboard.png")
+        plot_cost(stats, output / "leaderboard_cost.png")
     return stats

@@ -10,6 +10,7 @@ import typer
 from typer.testing import CliRunner
 
 import llmgym  # noqa: F401
+from llmgym.bench.costs import SB3_RECORDS, TrainingCost, training_cost
 from llmgym.bench.report import bootstrap_ci, summarize
 from llmgym.bench.runner import load_rows, run_bench
 from llmgym.cli.bench import register
@@ -109,6 +110,8 @@ def test_cli_bench_writes_leaderboard_and_resumes(tmp_path):
     table = (tmp_path / "leaderboard.md").read_text()
     assert "| Text-CliffWalking-v1 | optimal | 2 | -13.0 |" in table
     assert (tmp_path / "leaderboard.png").stat().st_size > 0
+    assert (tmp_path / "leaderboard_cost.png").stat().st_size > 0
+    assert "| exact | trained on (env steps) |" in table
     lines = (tmp_path / "episodes.jsonl").read_text().splitlines()
     assert len(lines) == 4 and json.loads(lines[0])["agent"] == "random"
     assert CliRunner().invoke(_app(), args).exit_code == 0
@@ -165,3 +168,23 @@ def test_episodes_do_not_depend_on_how_the_seeds_are_batched(tmp_path):
         return sorted((r["seed"], r["return"], r["length"]) for r in rows)
 
     assert episodes(1) == episodes(5) == episodes(12)
+
+
+def test_training_cost_of_each_kind_of_agent(tmp_path):
+    sb3 = [{"env_id": "Blackjack-v1", "algo": "dqn", "timesteps": 50000, "train_seconds": 334.1}]
+    (tmp_path / SB3_RECORDS).write_text(json.dumps(sb3))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "result.json").write_text(json.dumps({"env_steps": 2906, "wall_s": 600.0}))
+    policy = tmp_path / "policy"
+    policy.mkdir()
+    (policy / "trainer_state.json").write_text(json.dumps({"env_steps": 21193}))
+
+    def cost(agent):
+        return training_cost(agent, "Text-Blackjack-v1", tmp_path)
+
+    assert cost("sb3-dqn") == TrainingCost(50000, 334.1)
+    assert cost("optimal") == cost("llm:smollm2-135m") == TrainingCost(0, 0.0)
+    assert cost(f"llm:smollm2-135m@{run},mode=generate") == TrainingCost(2906, 600.0)
+    assert cost(f"llm:smollm2-135m@{policy}") == TrainingCost(21193, None)
+    assert cost(f"llm:smollm2-135m@{tmp_path / 'missing'}") is None

@@ -1,0 +1,89 @@
+"""How much training each leaderboard agent used: env steps and, where recorded, wall time.
+
+- ``random`` and the reference players (``optimal``...): none (0 steps).
+- ``sb3-ALGO``: the SB3 model's training record, from ``sb3_models.json`` in the bench output
+  folder (a list of records) or else from the SB3 cache beside the trained model.
+- ``llm:MODEL`` (zero-shot): none; ``llm:MODEL@RUN``: the run's ``result.json`` (env steps
+  and wall time) or, for a policy or checkpoint folder, its ``trainer_state.json`` (env steps).
+- Anything else, or a record that cannot be found: unknown (None).
+
+Example:
+    >>> from pathlib import Path
+    >>> training_cost("random", "Text-Blackjack-v1", Path("nowhere"))
+    TrainingCost(env_steps=0, wall_s=0.0)
+    >>> training_cost("llm:smollm2-135m,mode=generate", "Text-Blackjack-v1", Path("nowhere"))
+    TrainingCost(env_steps=0, wall_s=0.0)
+    >>> training_cost("llm:smollm2-135m@no/such/run", "Text-Blackjack-v1", Path("nowhere")) is None
+    True
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llmgym.envs.registration import base_env_id
+
+SB3_RECORDS = "sb3_models.json"
+_UNTRAINED = ("random", "optimal", "heuristic", "expert")
+
+
+@dataclass(frozen=True)
+class TrainingCost:
+    """Training env steps, and its wall time in seconds (None when not recorded)."""
+
+    env_steps: int
+    wall_s: float | None
+
+
+def training_cost(agent: str, env_id: str, output: Path) -> TrainingCost | None:
+    """The training behind ``agent`` on ``env_id`` (see the module docstring); None if unknown."""
+    kind, _, argument = agent.partition(":")
+    if kind in _UNTRAINED:
+        return TrainingCost(0, 0.0)
+    if kind.startswith("sb3-"):
+        return _sb3_cost(kind.removeprefix("sb3-"), base_env_id(env_id), Path(output))
+    if kind == "llm":
+        checkpoint = argument.split(",")[0].partition("@")[2]
+        return _run_cost(Path(checkpoint)) if checkpoint else TrainingCost(0, 0.0)
+    return None
+
+
+def _read(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _sb3_cost(algo: str, base_id: str, output: Path) -> TrainingCost | None:
+    records = _read(output / SB3_RECORDS)
+    if not isinstance(records, list):
+        records = []
+    if not any(r.get("env_id") == base_id and r.get("algo") == algo for r in records):
+        from llmgym.agents.sb3 import model_path
+        from llmgym.errors import AgentError
+
+        try:
+            records = [_read(model_path(base_id, algo, 0).with_suffix(".json")) or {}]
+        except AgentError:  # no recipe for this env and algorithm
+            return None
+    for record in records:
+        if record.get("env_id") == base_id and record.get("algo") == algo:
+            return TrainingCost(int(record["timesteps"]), record.get("train_seconds"))
+    return None
+
+
+def _run_cost(path: Path) -> TrainingCost | None:
+    result = _read(path / "result.json")
+    if isinstance(result, dict) and "env_steps" in result:
+        return TrainingCost(int(result["env_steps"]), result.get("wall_s"))
+    state = _read(path / "trainer_state.json")
+    if isinstance(state, dict) and "env_steps" in state:
+        return TrainingCost(int(state["env_steps"]), None)
+    return None
+
+
+__all__ = ["SB3_RECORDS", "TrainingCost", "training_cost"]
