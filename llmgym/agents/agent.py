@@ -160,7 +160,7 @@ class Agent(ABC):
 
     def train_batch(self, episodes: list[dict[str, Any]]) -> dict[str, Any]:
         """One update of the attached trainer (built on first use) on stored episodes."""
-        from llmgym.agents.trainers.base import Episode, Step
+        from llmgym.rollout import Episode, Step
 
         trainer = self._get_trainer()
         batch = []

@@ -29,6 +29,7 @@ from llmgym.agents.registry import make_agent
 from llmgym.agents.returns import finite_returns, mean_ci95
 from llmgym.agents.text_agent import TextAgent
 from llmgym.envs.registration import make_eval_env
+from llmgym.rollout import Episode, play
 
 MODES = ("score", "generate")
 
@@ -71,42 +72,21 @@ def evaluate(
     if isinstance(agent, str):
         options = {**_with_env(env_kwargs), **agent_options}
         agent = make_agent(agent, env_id, mode=mode, seed=seed, **options)
-    returns: list[float] = [0.0] * episodes
-    lengths = [0] * episodes
-    parsed = steps = 0
-    slots: dict[int, tuple[int, str, dict[str, Any]]] = {}  # env -> (episode, obs, info)
-    next_episode = 0
-    for i, env in enumerate(envs):
-        obs, info = env.reset(seed=seed + next_episode)
-        slots[i] = (next_episode, obs, info)
-        next_episode += 1
     agent.reset(None)
     bar = Progress(transient=True, disable=not progress)
     task = bar.add_task(f"{name} on {env_id}", total=episodes)
+
+    def episode_ended(slot: int, _episode: Episode) -> None:
+        bar.advance(task)
+        agent.reset([slot])
+
     start = time.perf_counter()
     with bar:
-        while slots:
-            active = sorted(slots)
-            answers = agent.act_batch([slots[i][1] for i in active], [slots[i][2] for i in active])
-            for i, answer in zip(active, answers):
-                episode = slots[i][0]
-                obs, reward, terminated, truncated, info = envs[i].step(answer)
-                returns[episode] += float(reward)
-                lengths[episode] += 1
-                steps += 1
-                parsed += bool(info.get("parse", {}).get("ok", True))
-                if not (terminated or truncated):
-                    slots[i] = (episode, obs, info)
-                    continue
-                bar.advance(task)
-                agent.reset([i])
-                if next_episode < episodes:
-                    obs, info = envs[i].reset(seed=seed + next_episode)
-                    slots[i] = (next_episode, obs, info)
-                    next_episode += 1
-                else:
-                    del slots[i]
+        played = play(agent.act_batch, envs, range(seed, seed + episodes), on_end=episode_ended)
     wall = time.perf_counter() - start
+    returns = [e.ret for e in played]
+    steps = sum(e.length for e in played)
+    parsed = sum(s.parse_ok for e in played for s in e.steps)
     finite = finite_returns(returns)
     if not finite:
         raise ValueError(
@@ -124,7 +104,7 @@ def evaluate(
         "ci95": ci95,
         "nonfinite_episodes": len(returns) - len(finite),
         "std_return": float(np.std(finite, ddof=1)) if len(finite) > 1 else 0.0,
-        "mean_length": float(np.mean(lengths)),
+        "mean_length": float(np.mean([e.length for e in played])),
         "parse_rate": parsed / steps,
         "env_steps": steps,
         "env_steps_per_s": steps / wall,

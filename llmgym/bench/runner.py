@@ -29,7 +29,6 @@ Example:
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from llmgym.agents.text_agent import TextAgent
 from llmgym.bench.suites import episodes_for
 from llmgym.envs.registration import make_eval_env
 from llmgym.errors import AgentError
+from llmgym.rollout import Episode, play
 
 EPISODES_FILE = "episodes.jsonl"
 EXACT_FILE = "exact.jsonl"
@@ -150,46 +150,33 @@ def run_episodes(
     """Play one episode per seed, ``batch_size`` at a time, and ``write`` each row as its
     episode ends. Wall time of a batched step is shared equally by the live episodes."""
     envs = [make_eval_env(env_id) for _ in range(min(batch_size, len(seeds)))]
+    reset = getattr(agent, "reset", None)
+
+    def write_row(_slot: int, episode: Episode) -> None:
+        write(
+            {
+                "env_id": env_id,
+                "agent": agent.name,
+                "seed": episode.seed,
+                "return": episode.ret,
+                "length": episode.length,
+                "parse_rate": episode.parse_rate,
+                "wall_s": round(episode.wall_s, 6),
+                "truncated": episode.truncated,
+            }
+        )
+
     for start in range(0, len(seeds), batch_size):
         chunk = list(seeds[start : start + batch_size])
-        reset = getattr(agent, "reset", None)
         if reset is not None:
             reset(None)  # a new batch: fresh state, and a sampler reseeded by seed_rows
-        starts = [env.reset(seed=s) for env, s in zip(envs, chunk, strict=False)]
-        observations = [obs for obs, _ in starts]
-        infos = [info for _, info in starts]
-        returns, lengths, parsed, wall = ([0.0] * len(chunk) for _ in range(4))
-        live = list(range(len(chunk)))
-        while live:
-            tick = time.perf_counter()
-            seed_rows(agent, [chunk[j] for j in live])
-            actions = agent.act_batch([observations[j] for j in live], [infos[j] for j in live])
-            ended = []
-            for j, action in zip(live, actions, strict=True):
-                obs, reward, terminated, truncated, info = envs[j].step(action)
-                observations[j], infos[j] = obs, info
-                returns[j] += float(reward)
-                lengths[j] += 1
-                parsed[j] += bool(info.get("parse", {}).get("ok", True))
-                if terminated or truncated:
-                    ended.append((j, truncated and not terminated))
-            share = (time.perf_counter() - tick) / len(live)
-            for j in live:
-                wall[j] += share
-            for j, truncated in ended:
-                write(
-                    {
-                        "env_id": env_id,
-                        "agent": agent.name,
-                        "seed": chunk[j],
-                        "return": returns[j],
-                        "length": int(lengths[j]),
-                        "parse_rate": parsed[j] / lengths[j],
-                        "wall_s": round(wall[j], 6),
-                        "truncated": truncated,
-                    }
-                )
-            live = [j for j in live if j not in {e for e, _ in ended}]
+        play(
+            agent.act_batch,
+            envs[: len(chunk)],
+            chunk,
+            before_act=lambda live: seed_rows(agent, [e.seed for e in live]),
+            on_end=write_row,
+        )
 
 
 def exact_row(env_id: str, agent_name: str, agent: TextAgent) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 import llmgym
+from llmgym import rollout
 from llmgym.cli.checks import fail
 
 console = Console(highlight=False)
@@ -78,30 +79,47 @@ def play(
 ) -> None:
     """Play a text env yourself: read the prompt, type an answer (Ctrl-D or Ctrl-C to stop)."""
     env = make_env(env_id)
+    current: list[rollout.Episode] = []
+
+    def show(step: rollout.Step) -> None:
+        parse = step.info["parse"]
+        style = "green" if parse["ok"] else "yellow"
+        console.print(
+            f"[{style}]parsed by {parse['method']}: {_action_name(parse['action'], step.info)}"
+            + (f" ({parse['error']})" if parse["error"] else "")
+            + f"[/]  reward {step.reward:+g}"
+        )
+
+    def track(live: list[rollout.Episode]) -> None:
+        current[:] = live
+
+    def ask(observations: list[str], infos: list[dict[str, Any]]) -> list[str]:
+        episode = current[0]
+        if episode.steps:
+            show(episode.steps[-1])
+        else:
+            console.rule(f"{env_id}  episode {episode.index + 1}/{episodes}  seed {episode.seed}")
+            console.print(infos[0]["system_prompt"], style="dim")
+        console.print(f"\n{observations[0]}")
+        return [console.input("[bold cyan]your answer> [/]")]
+
+    def episode_over(_slot: int, episode: rollout.Episode) -> None:
+        show(episode.steps[-1])
+        outcome = "truncated" if episode.truncated else "terminated"
+        parsed = sum(s.parse_ok for s in episode.steps)
+        console.print(
+            f"\n[bold]Episode over ({outcome}):[/] return {episode.ret:+g} in "
+            f"{episode.length} steps, {parsed}/{episode.length} answers parsed."
+        )
+
     try:
-        for episode in range(episodes):
-            obs, info = env.reset(seed=seed + episode)
-            console.rule(f"{env_id}  episode {episode + 1}/{episodes}  seed {seed + episode}")
-            console.print(info["system_prompt"], style="dim")
-            total, steps, parsed, done = 0.0, 0, 0, False
-            while not done:
-                console.print(f"\n{obs}")
-                answer = console.input("[bold cyan]your answer> [/]")
-                obs, reward, terminated, truncated, info = env.step(answer)
-                parse = info["parse"]
-                style = "green" if parse["ok"] else "yellow"
-                console.print(
-                    f"[{style}]parsed by {parse['method']}: {_action_name(parse['action'], info)}"
-                    + (f" ({parse['error']})" if parse["error"] else "")
-                    + f"[/]  reward {float(reward):+g}"
-                )
-                total, steps, parsed = total + float(reward), steps + 1, parsed + parse["ok"]
-                done = terminated or truncated
-            outcome = "truncated" if truncated else "terminated"
-            console.print(
-                f"\n[bold]Episode over ({outcome}):[/] return {total:+g} in {steps} steps, "
-                f"{parsed}/{steps} answers parsed."
-            )
+        rollout.play(
+            ask,
+            [env],
+            range(seed, seed + episodes),
+            before_act=track,
+            on_end=episode_over,
+        )
     except (EOFError, KeyboardInterrupt):
         console.print("\nBye.")
     finally:

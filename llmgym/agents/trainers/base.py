@@ -37,6 +37,7 @@ from llmgym.agents.trainers import checkpoints
 from llmgym.agents.trainers.likelihood import evaluate_cached, sequence_mean_logprob
 from llmgym.agents.trainers.optim import Optimizers
 from llmgym.errors import TrainingError
+from llmgym.rollout import Episode, Step, cached, play
 
 REF_HEAD_FILE = "reference_head.safetensors"
 TRAINING_STATS = ("count", "total", "outer")  # the whitener's statistics: only for training
@@ -210,155 +211,11 @@ def head_lr(config: TrainConfig) -> float:
 # Rollouts
 
 
-@dataclass
-class Step:
-    """One turn: the sample the policy produced (its ``text`` is what the env saw) and what
-    followed."""
-
-    sample: Any
-    reward: float
-    terminated: bool
-    truncated: bool
-    parse_ok: bool
-    action: str = ""
-    num_actions: int = 0
-    advantage: float = 0.0
-    ret: float = 0.0
-    value: float = 0.0
-
-    @property
-    def done(self) -> bool:
-        return self.terminated or self.truncated
-
-
-@dataclass
-class Episode:
-    """A finished episode: its env seed, its turns, and (for GRPO) its group."""
-
-    index: int
-    seed: int
-    steps: list[Step] = field(default_factory=list)
-    group: int = -1
-    final_observation: str = ""
-    final_info: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ret(self) -> float:
-        return float(sum(s.reward for s in self.steps))
-
-    @property
-    def length(self) -> int:
-        return len(self.steps)
-
-    @property
-    def truncated(self) -> bool:
-        return bool(self.steps) and self.steps[-1].truncated and not self.steps[-1].terminated
-
-
 def make_envs(env_id: str, n: int, env_kwargs: dict[str, Any] | None = None) -> list[gym.Env]:
     """``n`` independent copies of a text env (reset each with an explicit seed)."""
     if env_id not in gym.registry:
         raise TrainingError(f"Unknown environment {env_id!r}; run `llmgym envs` to list them.")
     return [gym.make(env_id, **(env_kwargs or {})) for _ in range(n)]
-
-
-def run_episodes(
-    policy: Any,
-    envs: Sequence[gym.Env],
-    seeds: Sequence[int],
-    *,
-    first_index: int = 0,
-    groups: Sequence[int] | None = None,
-    max_steps: int | None = None,
-    cache: dict[tuple[str, str], Any] | None = None,
-) -> list[Episode]:
-    """Play one episode per seed with up to ``len(envs)`` episodes in flight, one batched
-    ``policy.act`` call per lockstep turn. Returns the episodes in seed order.
-
-    ``cache`` (greedy evaluation with a Markov prompt only) memoises the sample per
-    (system prompt, observation) so repeated states cost no forward pass.
-    """
-    episodes = [
-        Episode(first_index + i, int(s), group=(groups[i] if groups is not None else -1))
-        for i, s in enumerate(seeds)
-    ]
-    pending = list(range(len(seeds)))[::-1]
-    active: dict[int, tuple[int, str, dict[str, Any]]] = {}  # slot -> (episode, obs, info)
-
-    def start(slot: int) -> None:
-        if pending:
-            e = pending.pop()
-            obs, info = envs[slot].reset(seed=episodes[e].seed)
-            active[slot] = (e, obs, info)
-
-    for slot in range(len(envs)):
-        start(slot)
-    while active:
-        slots = sorted(active)
-        observations = [active[s][1] for s in slots]
-        infos = [active[s][2] for s in slots]
-        samples: list[Any] = [None] * len(slots)
-        todo = list(range(len(slots)))
-        if cache is not None:
-            keys = [(i.get("system_prompt", ""), o) for o, i in zip(observations, infos)]
-            todo = [j for j in todo if keys[j] not in cache]
-        if todo:
-            fresh = policy.act([observations[j] for j in todo], [infos[j] for j in todo])
-            for j, sample in zip(todo, fresh):
-                samples[j] = sample
-                if cache is not None:
-                    cache[keys[j]] = sample
-        if cache is not None:
-            samples = [s if s is not None else cache[k] for s, k in zip(samples, keys)]
-        for slot, sample in zip(slots, samples):
-            e, _, _ = active[slot]
-            obs, reward, terminated, truncated, info = envs[slot].step(sample.text)
-            ep = episodes[e]
-            if max_steps is not None and ep.length + 1 >= max_steps:
-                truncated = True
-            ep.steps.append(_step(sample, reward, terminated, truncated, info, active[slot][2]))
-            if terminated or truncated:
-                ep.final_observation, ep.final_info = obs, info
-                del active[slot]
-                start(slot)
-            else:
-                active[slot] = (e, obs, info)
-    return episodes
-
-
-def _step(
-    sample: Any, reward: float, terminated: bool, truncated: bool, info: dict, prev_info: dict
-) -> Step:
-    parse = info.get("parse", {}) or {}
-    valid = list(prev_info.get("valid_actions") or [])
-    action = parse.get("action")
-    if valid and isinstance(action, (int, np.integer)) and 0 <= int(action) < len(valid):
-        name = str(valid[int(action)])
-    else:
-        name = str(action) if action is not None else str(sample.text)[:32]
-    return Step(
-        sample,
-        float(reward),
-        bool(terminated),
-        bool(truncated),
-        bool(parse.get("ok", True)),
-        name,
-        len(valid),
-    )
-
-
-def discounted_returns(rewards: Sequence[float], gamma: float) -> list[float]:
-    """Reward-to-go of each turn.
-
-    Example:
-        >>> discounted_returns([0.0, 0.0, 1.0], 0.5)
-        [0.25, 0.5, 1.0]
-    """
-    out, running = [], 0.0
-    for r in reversed(rewards):
-        running = r + gamma * running
-        out.append(running)
-    return out[::-1]
 
 
 # --------------------------------------------------------------------------------------------
@@ -696,17 +553,26 @@ class Trainer:
             return evaluate_cached(self.policy, list(samples))
         return self.policy.evaluate(list(samples))
 
+    def recompute(self, samples: Sequence[Any]) -> list[Any]:
+        """``evaluate_samples`` without autograd, ``micro_batch_size`` samples at a time: the
+        log-probs and hidden states of rollouts under the current weights, one output per chunk."""
+        outs = []
+        for chunk in _chunks(list(samples), self.config.micro_batch_size):
+            with self.torch.no_grad():
+                outs.append(self.evaluate_samples(chunk))
+        return outs
+
     def reference_logprobs(self, samples: Sequence[Any]) -> Any:
         """log pi_ref(taken | prompt) per sample; memoised per (prompt, completion) in score mode
         with a Markov prompt (the reference only changes on a refresh)."""
         torch = self.torch
         keys = [sample_key(s) for s in samples]
         missing = [i for i, k in enumerate(keys) if k not in self._ref_cache]
-        for chunk in _chunks(missing, self.config.micro_batch_size):
-            with torch.no_grad(), self.reference():
-                out = self.evaluate_samples([samples[i] for i in chunk])
-            for i, lp in zip(chunk, out.logprob.tolist()):
-                self._ref_cache[keys[i]] = lp
+        with self.reference():
+            outs = self.recompute([samples[i] for i in missing])
+        logprobs = [lp for out in outs for lp in out.logprob.tolist()]
+        for i, lp in zip(missing, logprobs, strict=True):
+            self._ref_cache[keys[i]] = lp
         values = torch.tensor([self._ref_cache[k] for k in keys], dtype=torch.float32)
         if self.config.mode != "score" or self.config.history:
             self._ref_cache.clear()  # prompts rarely repeat: keep memory flat
@@ -791,8 +657,8 @@ class Trainer:
         """Complete episodes for one iteration (GRPO overrides this to form groups)."""
         n = self.config.episodes_per_update
         with self.greedy(False):
-            return run_episodes(
-                self.policy, self.envs, self.next_seeds(n), first_index=self.episodes_done
+            return play(
+                self.policy.act, self.envs, self.next_seeds(n), first_index=self.episodes_done
             )
 
     def update(self, episodes: list[Episode]) -> dict[str, float]:
@@ -1407,10 +1273,10 @@ def evaluate_policy(
     cfg = policy.config
     old = cfg.greedy
     cfg.greedy = greedy
-    cache = {} if (greedy and markov) else None
+    act = cached(policy.act, {}) if (greedy and markov) else policy.act
     try:
         with torch.no_grad():
-            episodes = run_episodes(policy, envs, seeds, cache=cache)
+            episodes = play(act, envs, seeds)
     finally:
         cfg.greedy = old
     returns = [e.ret for e in episodes]

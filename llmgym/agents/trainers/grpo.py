@@ -33,16 +33,18 @@ from typing import Any
 import numpy as np
 
 from llmgym.agents.trainers.base import (
-    Episode,
-    Step,
     TrainConfig,
     Trainer,
-    _step,
-    discounted_returns,
     mean_stats,
     minibatches,
-    run_episodes,
 )
+from llmgym.agents.trainers.losses import (
+    clipped_surrogate,
+    discounted_returns,
+    k3_kl,
+    token_clipped_surrogate,
+)
+from llmgym.rollout import Episode, Step, play
 
 
 @dataclass
@@ -108,8 +110,8 @@ class GRPOTrainer(Trainer):
             if self.config.group_level == "episode":
                 seeds = [s for s in group_seeds for _ in range(G)]
                 groups = [g for g in range(len(group_seeds)) for _ in range(G)]
-                episodes = run_episodes(
-                    self.policy, self.envs, seeds, first_index=self.episodes_done, groups=groups
+                episodes = play(
+                    self.policy.act, self.envs, seeds, first_index=self.episodes_done, groups=groups
                 )
                 self._train = self._episode_advantages(episodes)
                 self._train_for = episodes
@@ -150,23 +152,16 @@ class GRPOTrainer(Trainer):
         rng = random.Random(int(self._np_rng.integers(2**31)))
         for g, seed in enumerate(group_seeds):
             env = self.envs[0]
-            obs, info = env.reset(seed=seed)
             depth = rng.randrange(cfg.max_branch_depth)
-            prefix = Episode(self.episodes_done + g, seed, group=g)
-            done = False
-            for _ in range(depth):
-                sample = self.policy.act([obs], [info])[0]
-                obs2, reward, term, trunc, info2 = env.step(sample.text)
-                prefix.steps.append(_step(sample, reward, term, trunc, info2, info))
-                obs, info = obs2, info2
-                if term or trunc:
-                    done = True
-                    break
-            if done:  # the episode ended before the branch point: branch at its last state
-                obs, info = env.reset(seed=seed)
-                prefix.steps.clear()
+            if depth:  # the prefix: the policy plays up to `depth` turns
+                prefix = play(self.policy.act, [env], [seed], max_steps=depth)[0]
+                start = prefix.final_observation, prefix.final_info
+            if not depth or not prefix.capped:  # ended before the branch point: branch at its start
+                start = env.reset(seed=seed)
             branches = [copy.deepcopy(env) for _ in range(G)]
-            branch_eps = self._play_branches(branches, obs, info, g, seed)
+            branch_eps = play(
+                self.policy.act, branches, [seed] * G, starts=[start] * G, groups=[g] * G
+            )
             returns = [
                 discounted_returns([s.reward for s in b.steps], cfg.gamma)[0] for b in branch_eps
             ]
@@ -176,23 +171,6 @@ class GRPOTrainer(Trainer):
             episodes += branch_eps
         self._train_for = episodes
         return episodes
-
-    def _play_branches(
-        self, envs: list[Any], obs: str, info: dict, group: int, seed: int
-    ) -> list[Episode]:
-        eps = [Episode(-1, seed, group=group) for _ in envs]
-        state = {i: (obs, info) for i in range(len(envs))}
-        while state:
-            live = sorted(state)
-            samples = self.policy.act([state[i][0] for i in live], [state[i][1] for i in live])
-            for i, sample in zip(live, samples):
-                obs2, reward, term, trunc, info2 = envs[i].step(sample.text)
-                eps[i].steps.append(_step(sample, reward, term, trunc, info2, state[i][1]))
-                if term or trunc:
-                    del state[i]
-                else:
-                    state[i] = (obs2, info2)
-        return eps
 
     # ---- the update --------------------------------------------------------------------------
 
@@ -216,27 +194,23 @@ class GRPOTrainer(Trainer):
             logp = out.logprob.float()
             a = adv[idx]
             if generate and getattr(out, "token_logprobs", None) is not None:
-                pg = []
-                for j, i in enumerate(idx):
-                    tok = out.token_logprobs[j].float()
-                    old = old_tokens[i] if old_tokens is not None else tok.detach()
-                    r = (tok - old).exp()
-                    clipped = r.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
-                    pg.append(torch.max(-a[j] * r, -a[j] * clipped).mean())
-                per_sample = torch.stack(pg)
+                tokens = [t.float() for t in out.token_logprobs]
+                if old_tokens is None:  # one epoch: ratio 1, the gradient of log pi
+                    old = [t.detach() for t in tokens]
+                else:
+                    old = [old_tokens[i] for i in idx]
+                logratios = [t - o for t, o in zip(tokens, old)]
+                per_sample = token_clipped_surrogate(logratios, a, cfg.clip_coef)
             else:
                 old = old_logp[idx] if old_logp is not None else logp.detach()
-                r = (logp - old).exp()
-                clipped = r.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
-                per_sample = torch.max(-a * r, -a * clipped)
+                per_sample = clipped_surrogate(logp - old, a, cfg.clip_coef)
             mask = informative[idx]  # the policy gradient averages over informative samples
             pg_loss = (per_sample * mask).sum() / mask.sum().clamp(min=1)
             entropy = out.entropy.float().mean()
             loss = pg_loss - self.ent_coef * entropy
             kl = torch.zeros(())
             if ref is not None:
-                d = ref[idx] - logp
-                kl = (d.exp() - d - 1).mean()
+                kl = k3_kl(ref[idx], logp)
                 loss = loss + cfg.beta * kl
             stats = {"losses/kl": kl.item()} if ref is not None else {}
             return loss, stats | {
@@ -254,15 +228,10 @@ class GRPOTrainer(Trainer):
         return mean_stats(history) | {"grpo/informative_samples": float(informative.sum())}
 
     def _old_logprobs(self, samples: list[Any]) -> tuple[Any, list[Any] | None]:
-        torch = self.torch
-        logps, tokens = [], []
-        for i in range(0, len(samples), self.config.micro_batch_size):
-            with torch.no_grad():
-                out = self.evaluate_samples(samples[i : i + self.config.micro_batch_size])
-            logps.append(out.logprob.float())
-            if getattr(out, "token_logprobs", None) is not None:
-                tokens += [t.float() for t in out.token_logprobs]
-        return torch.cat(logps), (tokens or None)
+        outs = self.recompute(samples)
+        logps = self.torch.cat([out.logprob.float() for out in outs])
+        tokens = [t.float() for out in outs for t in getattr(out, "token_logprobs", None) or []]
+        return logps, (tokens or None)
 
 
 __all__ = ["GRPOConfig", "GRPOTrainer"]

@@ -27,7 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from llmgym.agents.trainers.base import Episode, TrainConfig, Trainer, mean_stats, minibatches
+from llmgym.agents.trainers.base import TrainConfig, Trainer, mean_stats, minibatches
+from llmgym.agents.trainers.losses import clipped_surrogate, k3_kl, token_clipped_surrogate
+from llmgym.rollout import Episode
 
 
 @dataclass
@@ -110,15 +112,12 @@ class PPOTrainer(Trainer):
     def _rollout_stats(self, samples: list[Any]) -> tuple[Any, Any, list[Any] | None]:
         """Old log-probs, values and (generate mode) old token log-probs, without autograd."""
         torch = self.torch
-        logps, values, tokens = [], [], []
-        for i in range(0, len(samples), self.config.micro_batch_size):
-            with torch.no_grad():
-                out = self.evaluate_samples(samples[i : i + self.config.micro_batch_size])
-                logps.append(out.logprob.float())
-                values.append(self.value(out.hidden))
-            if getattr(out, "token_logprobs", None) is not None:
-                tokens += [t.detach().float() for t in out.token_logprobs]
-        return torch.cat(logps), torch.cat(values), (tokens or None)
+        outs = self.recompute(samples)
+        with torch.no_grad():
+            values = torch.cat([self.value(out.hidden) for out in outs])
+        logps = torch.cat([out.logprob.float() for out in outs])
+        tokens = [t.float() for out in outs for t in getattr(out, "token_logprobs", None) or []]
+        return logps, values, (tokens or None)
 
     def _bootstrap(self, episodes: list[Episode]) -> dict[int, float]:
         """V(final observation) for episodes cut by the time limit."""
@@ -175,15 +174,12 @@ class PPOTrainer(Trainer):
             logratio = out.logprob.float() - old_logp[idx]
             ratio = logratio.exp()
             if generate:  # per-token ratio, averaged over each completion
-                pg = []
-                for j, i in enumerate(idx):
-                    r = (out.token_logprobs[j].float() - old_tokens[i]).exp()
-                    clipped = r.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
-                    pg.append(torch.max(-a[j] * r, -a[j] * clipped).mean())
-                pg_loss = torch.stack(pg).mean()
+                token_logratios = [
+                    out.token_logprobs[j].float() - old_tokens[i] for j, i in enumerate(idx)
+                ]
+                pg_loss = token_clipped_surrogate(token_logratios, a, cfg.clip_coef).mean()
             else:
-                clipped = ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
-                pg_loss = torch.max(-a * ratio, -a * clipped).mean()
+                pg_loss = clipped_surrogate(logratio, a, cfg.clip_coef).mean()
             v = self.value(out.hidden)
             if cfg.clip_vloss:
                 v_clip = old_values[idx] + (v - old_values[idx]).clamp(
@@ -198,8 +194,7 @@ class PPOTrainer(Trainer):
             loss = pg_loss - self.ent_coef * entropy + cfg.vf_coef * v_loss
             kl = torch.zeros(())
             if ref is not None:
-                d = ref[idx] - out.logprob.float()
-                kl = (d.exp() - d - 1).mean()  # k3 estimator of KL(pi || ref)
+                kl = k3_kl(ref[idx], out.logprob.float())
                 loss = loss + cfg.kl_coef * kl
             with torch.no_grad():
                 approx_kl = ((ratio - 1) - logratio).mean()

@@ -23,14 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from llmgym.agents.trainers.base import (
-    Episode,
-    TrainConfig,
-    Trainer,
-    discounted_returns,
-    mean_stats,
-    minibatches,
-)
+from llmgym.agents.trainers.base import TrainConfig, Trainer, mean_stats, minibatches
+from llmgym.agents.trainers.losses import discounted_returns, k3_kl
+from llmgym.rollout import Episode
 
 
 @dataclass
@@ -125,8 +120,7 @@ class ReinforceTrainer(Trainer):
             loss = pg_loss - self.ent_coef * entropy
             kl = torch.zeros(())
             if ref is not None:
-                d = ref[idx] - logp
-                kl = (d.exp() - d - 1).mean()  # k3 estimator of KL(pi || ref)
+                kl = k3_kl(ref[idx], logp)
                 loss = loss + cfg.kl_coef * kl
             stats = {"losses/kl": kl.item()} if ref is not None else {}
             return loss, stats | {

@@ -35,6 +35,7 @@ import numpy as np
 
 from llmgym.agents.trainers.likelihood import evaluate_cached, sequence_mean_logprob
 from llmgym.errors import TrainingError
+from llmgym.rollout import play
 
 
 @dataclass
@@ -99,21 +100,18 @@ def reference_returns(
     env = gym.make(env_id, **(env_kwargs or {}))
     expert = expert_for(env) if agent == "expert" else None
     rng = np.random.default_rng(12345)
-    returns = []
-    for seed in seeds:
-        obs, info = env.reset(seed=int(seed))
-        total, done = 0.0, False
-        while not done:
-            valid = list(info.get("valid_actions") or [])
-            if not valid:
-                env.close()
-                raise TrainingError(f"{env_id} lists no valid actions: no {agent} agent plays it.")
-            k = int(expert(info["raw_obs"])) if expert else int(rng.integers(len(valid)))
-            obs, reward, terminated, truncated, info = env.step(json.dumps({"action": valid[k]}))
-            total += float(reward)
-            done = terminated or truncated
-        returns.append(total)
-    env.close()
+
+    def act(observations: list[str], infos: list[dict[str, Any]]) -> list[str]:
+        valid = list(infos[0].get("valid_actions") or [])
+        if not valid:
+            raise TrainingError(f"{env_id} lists no valid actions: no {agent} agent plays it.")
+        k = int(expert(infos[0]["raw_obs"])) if expert else int(rng.integers(len(valid)))
+        return [json.dumps({"action": valid[k]})]
+
+    try:
+        returns = [e.ret for e in play(act, [env], seeds)]
+    finally:
+        env.close()
     mean, ci = mean_ci95(returns)
     return {"mean_return": mean, "ci95": ci, "episodes": len(returns)}
 
@@ -136,20 +134,19 @@ def generate_demos(
     expert = expert_for(env)
     demos: list[Demo] = []
     seen: set[tuple[str, str]] = set()
-    for i in range(episodes):
-        obs, info = env.reset(seed=5_000_000 + seed * 1000 + i)
-        done = False
-        while not done:
-            valid = list(info.get("valid_actions") or [])
-            action = int(expert(info["raw_obs"]))
-            name = valid[action]
-            key = (obs, name)
-            if not dedupe or key not in seen:
-                seen.add(key)
-                demos.append(Demo(info["system_prompt"], obs, name, valid))
-            obs, _, terminated, truncated, info = env.step(json.dumps({"action": name}))
-            done = terminated or truncated
-    env.close()
+
+    def act(observations: list[str], infos: list[dict[str, Any]]) -> list[str]:
+        valid = list(infos[0].get("valid_actions") or [])
+        name = valid[int(expert(infos[0]["raw_obs"]))]
+        if not dedupe or (observations[0], name) not in seen:
+            seen.add((observations[0], name))
+            demos.append(Demo(infos[0]["system_prompt"], observations[0], name, valid))
+        return [json.dumps({"action": name})]
+
+    try:
+        play(act, [env], [5_000_000 + seed * 1000 + i for i in range(episodes)])
+    finally:
+        env.close()
     return demos
 
 
