@@ -144,16 +144,22 @@ def train(
     start = time.perf_counter()
     try:
         trainer = trainer_class(algo)(config)
-        console.print(
-            f"[bold]{algo.upper()}[/] on {env_id} with {config.model} ({config.mode} mode, "
-            f"{_trained(config)}), {config.num_envs} envs, budget {_budget(config)} -> {output}"
-        )
+        main = trainer.processes.is_main  # with several processes, the one that writes
+        processes = f", {trainer.processes.num} processes" if trainer.processes.num > 1 else ""
+        if main:
+            console.print(
+                f"[bold]{algo.upper()}[/] on {env_id} with {config.model} ({config.mode} mode, "
+                f"{_trained(config)}), {config.num_envs} envs{processes}, "
+                f"budget {_budget(config)} -> {output}"
+            )
         start_value = _start_value(trainer, Path(output), final_eval_episodes, resume)
         trainer.train(resume=resume)
         final = trainer.evaluate(final_eval_episodes)
         weights = trainer.save_policy(policy_out or Path(output) / "policy")
     except (LLMGymError, ValueError, OSError) as error:  # bad model name, config or files
         raise fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
+    if not main:
+        return
     wall = time.perf_counter() - start
     seeds = range(EVAL_SEED_BASE, EVAL_SEED_BASE + final_eval_episodes)
     refs = _baselines(env_id, config.env_kwargs, seeds)
@@ -186,8 +192,8 @@ def train(
         "baselines_same_seeds": refs,
         "command": command,
     }
-    from llmgym.agents.trainers.base import MetricsLogger
     from llmgym.agents.trainers.checkpoints import log_once
+    from llmgym.agents.trainers.logger import MetricsLogger
 
     final_row = {
         f"final_eval/{k}": final[k] for k in ("mean_return", "ci95", "success_rate", "parse_rate")
@@ -235,8 +241,9 @@ def _start_value(trainer: Any, run_dir: Path, episodes: int, resume: bool) -> di
         return json.loads(path.read_text()) if path.exists() else {"mean_return": math.nan}
     value = trainer.evaluate(episodes)
     value = {k: v for k, v in value.items() if k != "returns"}
-    run_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_json_safe(value), indent=2))
+    if trainer.processes.is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(_json_safe(value), indent=2))
     return value
 
 

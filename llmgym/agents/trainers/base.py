@@ -12,12 +12,9 @@ trainer needs when it is constructed.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import math
-import os
-import platform
 import random
 import time
 import warnings
@@ -34,7 +31,9 @@ import numpy as np
 import llmgym  # noqa: F401  (registers the Text-* ids)
 from llmgym.agents.returns import finite_returns, mean_ci95
 from llmgym.agents.trainers import checkpoints
+from llmgym.agents.trainers.distributed import Processes
 from llmgym.agents.trainers.likelihood import evaluate_cached, sequence_mean_logprob
+from llmgym.agents.trainers.logger import MetricsLogger, library_versions
 from llmgym.agents.trainers.optim import Optimizers
 from llmgym.errors import TrainingError
 from llmgym.rollout import Episode, Step, cached, play
@@ -219,95 +218,6 @@ def make_envs(env_id: str, n: int, env_kwargs: dict[str, Any] | None = None) -> 
 
 
 # --------------------------------------------------------------------------------------------
-# Logging
-
-
-class MetricsLogger:
-    """Writes one row per iteration to ``metrics.csv`` (wide format, columns grow as new
-    metrics appear), TensorBoard event files, and W&B when ``WANDB_PROJECT`` is set."""
-
-    def __init__(self, run_dir: Path, config: dict[str, Any], tensorboard: bool = True):
-        self.path = run_dir / "metrics.csv"
-        self.rows: list[dict[str, Any]] = []
-        if self.path.exists():
-            with self.path.open() as f:
-                self.rows = list(csv.DictReader(f))
-        self.tb = None
-        if tensorboard:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-
-                self.tb = SummaryWriter(str(run_dir / "tb"))
-            except ImportError:  # tensorboard not installed: CSV only
-                self.tb = None
-        self.wandb = None
-        if os.environ.get("WANDB_PROJECT"):
-            try:
-                import wandb
-
-                self.wandb = wandb.init(
-                    project=os.environ["WANDB_PROJECT"], config=config, dir=str(run_dir)
-                )
-            except ImportError:
-                warnings.warn("WANDB_PROJECT is set but wandb is not installed", stacklevel=2)
-
-    def truncate(self, env_steps: int) -> None:
-        """Drop rows logged after ``env_steps`` (resuming from an earlier checkpoint)."""
-        self.rows = [r for r in self.rows if float(r.get("env_steps", 0)) <= env_steps]
-        self._write()
-
-    def log(self, metrics: dict[str, Any], step: int) -> None:
-        row = {"env_steps": step} | {k: _scalar(v) for k, v in metrics.items()}
-        self.rows.append(row)
-        self._write()
-        if self.tb is not None:
-            for k, v in row.items():
-                if k != "env_steps" and isinstance(v, (int, float)) and math.isfinite(v):
-                    self.tb.add_scalar(k, v, step)
-            self.tb.flush()
-        if self.wandb is not None:
-            self.wandb.log(row, step=step)
-
-    def _write(self) -> None:
-        columns: list[str] = []
-        for row in self.rows:
-            columns += [k for k in row if k not in columns]
-        tmp = self.path.with_suffix(".tmp")
-        with tmp.open("w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=columns)
-            writer.writeheader()
-            writer.writerows(self.rows)
-        os.replace(tmp, self.path)
-
-    def close(self) -> None:
-        if self.tb is not None:
-            self.tb.close()
-        if self.wandb is not None:
-            self.wandb.finish()
-
-
-def _scalar(v: Any) -> Any:
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float):
-        return round(v, 6)
-    return v
-
-
-def library_versions() -> dict[str, str]:
-    """Versions of the libraries a run depends on (saved with every run)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": platform.python_version(), "platform": platform.platform()}
-    for name in ("llmgym", "torch", "transformers", "peft", "gymnasium", "numpy"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "not installed"
-    return out
-
-
-# --------------------------------------------------------------------------------------------
 # The trainer
 
 
@@ -336,9 +246,11 @@ class Trainer:
         if config.num_threads > 0:
             torch.set_num_threads(config.num_threads)
         self.run_dir = Path(config.output_dir)
-        self._seed_everything(config.seed)
+        self._seed_everything(config.seed)  # the same in every process: the same initial weights
+        cpu = config.device == "cpu" or not (config.device != "auto" or torch.cuda.is_available())
+        self.processes = Processes.from_environment(cpu=cpu)
         if model is None:
-            model, tokenizer = load_model_for(config.model, config.device)
+            model, tokenizer = load_model_for(config.model, self._device_name())
         self.tokenizer = tokenizer
         self.device = next(model.parameters()).device
         self.model = self._prepare_model(model)
@@ -352,6 +264,11 @@ class Trainer:
         self.eval_envs = self.envs
         if config.env_id and self.eval_kwargs != config.env_kwargs:
             self.eval_envs = make_envs(config.env_id, config.num_envs, self.eval_kwargs)
+        if self.processes.num > config.episodes_per_update:
+            raise TrainingError(
+                f"{self.processes.num} processes need at least as many episodes per update, "
+                f"not {config.episodes_per_update}."
+            )
         self.iteration = 0
         self.env_steps = 0
         self.episodes_done = 0
@@ -373,6 +290,25 @@ class Trainer:
         self.setup()
         self.optimizer = self._make_optimizer()
         self.logger: MetricsLogger | None = None
+        self._seed_sampling()
+
+    def _device_name(self) -> str:
+        """``config.device``; with several GPU processes, this process's own GPU."""
+        accelerator = self.processes.accelerator
+        if accelerator is not None and self.config.device == "auto":
+            return str(accelerator.device)
+        return self.config.device
+
+    def _seed_sampling(self) -> None:
+        """With several processes, a sampling stream of its own for each (from the seed, the
+        iteration and the rank); one process keeps the stream its seed started."""
+        if self.processes.num > 1:
+            rank, iteration = self.processes.rank, self.iteration
+            seed = self.config.seed * 1_000_003 + iteration * 1009 + rank + 1
+            self._seed_everything(seed)
+            generator = getattr(self.policy, "generator", None)
+            if generator is not None:
+                generator.manual_seed(seed)
 
     # ---- construction ----------------------------------------------------------------------
 
@@ -620,16 +556,24 @@ class Trainer:
         """
         torch = self.torch
         self.optimizer.zero_grad(set_to_none=True)
-        n = len(indices)
+        n = self.processes.sum([len(indices)])[0]  # the minibatch over all processes
         totals: dict[str, float] = {}
+        finite = True
         for micro in _chunks(list(indices), self.config.micro_batch_size):
             loss, stats = loss_fn(micro)
-            if not torch.isfinite(loss):
-                return self._skip("non-finite loss")
+            finite = bool(torch.isfinite(loss))
+            if not finite:
+                break
             (loss * (len(micro) / n)).backward()
             for k, v in stats.items():
                 totals[k] = totals.get(k, 0.0) + float(v) * len(micro) / n
+        if self.processes.sum([not finite])[0]:
+            return self._skip("non-finite loss")
+        if self.processes.num > 1:
+            names = sorted(set().union(*self.processes.gather([sorted(totals)])))
+            totals = dict(zip(names, self.processes.sum([totals.get(k, 0.0) for k in names])))
         params = self.trainable_parameters()
+        self.processes.sum_gradients(params)
         norm = torch.nn.utils.clip_grad_norm_(params, self.config.max_grad_norm)
         if not torch.isfinite(norm):
             return self._skip("non-finite gradient")
@@ -657,9 +601,8 @@ class Trainer:
         """Complete episodes for one iteration (GRPO overrides this to form groups)."""
         n = self.config.episodes_per_update
         with self.greedy(False):
-            return play(
-                self.policy.act, self.envs, self.next_seeds(n), first_index=self.episodes_done
-            )
+            seeds = self.processes.shard(self.next_seeds(n))
+            return play(self.policy.act, self.envs, seeds, first_index=self.episodes_done)
 
     def update(self, episodes: list[Episode]) -> dict[str, float]:
         """Compute advantages and take the optimizer steps; return metrics."""
@@ -754,16 +697,18 @@ class Trainer:
     def train(self, resume: bool = False) -> dict[str, Any]:
         """Run until the budget is spent; returns the final evaluation."""
         cfg = self.config
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        main = self.processes.is_main
         if resume:
             self.load_checkpoint()
-        else:
+        elif main:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
             checkpoints.start_fresh(self.run_dir)
             self._save_run_info()
-        self.logger = MetricsLogger(self.run_dir, cfg.to_dict())
-        if resume:
+        self.processes.wait()
+        self.logger = MetricsLogger(self.run_dir, cfg.to_dict()) if main else None
+        if resume and self.logger is not None:
             self.logger.truncate(self.env_steps)
-        pbar = _progress(cfg.progress, total=self._budget(), initial=self._spent())
+        pbar = _progress(cfg.progress and main, total=self._budget(), initial=self._spent())
         try:
             if self.iteration == 0 and not resume:
                 start = time.perf_counter()
@@ -773,7 +718,8 @@ class Trainer:
                 ev = self.evaluate()
                 self.first_eval = ev  # after the SFT warm start, when there is one
                 metrics |= _eval_metrics(ev) | {"perf/eval_s": time.perf_counter() - start}
-                self.logger.log(metrics, self.env_steps)
+                if self.logger is not None:
+                    self.logger.log(metrics, self.env_steps)
                 _write(pbar, f"iter 0: eval return {ev['mean_return']:.3f}")
                 if cfg.sft != "none":
                     self.save_checkpoint()  # iter_000000 = the SFT warm start (RL can restart here)
@@ -781,13 +727,15 @@ class Trainer:
                 self.run_iteration(pbar)
             final = self.evaluate()
             final_row = _eval_metrics(final) | {"iteration": self.iteration}
-            checkpoints.log_once(self.logger, final_row, self.env_steps)
+            if self.logger is not None:
+                checkpoints.log_once(self.logger, final_row, self.env_steps)
             self.save_checkpoint()
             return final
         finally:
             if pbar is not None:
                 pbar.close()
-            self.logger.close()
+            if self.logger is not None:
+                self.logger.close()
 
     def run_iteration(self, pbar: Any = None) -> dict[str, Any]:
         """Collect, update, log, maybe evaluate and checkpoint. Returns the logged metrics."""
@@ -826,8 +774,9 @@ class Trainer:
         """One update on finished episodes (collected by :meth:`collect` or handed in by
         ``llmgym.Agent``); advances the counters and returns the metrics."""
         self._anneal()
-        self.env_steps += sum(e.length for e in episodes)
-        self.episodes_done += len(episodes)
+        steps, count = self.processes.sum([sum(e.length for e in episodes), len(episodes)])
+        self.env_steps += int(steps)
+        self.episodes_done += int(count)
         if self.config.train_backbone:
             self.model.train()
         clean = [e for e in episodes if math.isfinite(e.ret)]
@@ -848,7 +797,7 @@ class Trainer:
         self.iteration += 1
         return (
             metrics
-            | rollout_metrics(episodes)
+            | rollout_metrics(self.all_episodes(episodes))
             | {
                 "llmgym/nonfinite_rewards": nonfinite,
                 "iteration": self.iteration,
@@ -859,6 +808,24 @@ class Trainer:
                 **self._module_rates(),
             }
         )
+
+    def all_episodes(self, episodes: list[Episode]) -> list[Episode]:
+        """The batch of every process (for metrics): one process's own episodes; with several,
+        copies that keep each step's action, reward, parse result and sampled log-prob."""
+        if self.processes.num == 1:
+            return episodes
+        light = [
+            dataclasses.replace(
+                e,
+                steps=[
+                    dataclasses.replace(s, sample=_LoggedSample(_sample_logprob(s.sample)), info={})
+                    for s in e.steps
+                ],
+                final_info={},
+            )
+            for e in episodes
+        ]
+        return self.processes.gather(light)
 
     def _module_rates(self) -> dict[str, float]:
         """``train/lr_<module>``: the current rate of each extra module (action head, critic)."""
@@ -874,9 +841,11 @@ class Trainer:
         """Add the batch's hidden states to the head's whitening statistics and refresh the map
         (before the update, so its old and new log-probs share one feature map)."""
         head = self.policy.head
+        if head is None or self.features_frozen:
+            return
         hidden = [s.sample.hidden for e in episodes for s in e.steps]
-        hidden = [h for h in hidden if h is not None]
-        if head is None or not hidden or self.features_frozen:
+        hidden = self.processes.gather([h.cpu() for h in hidden if h is not None])
+        if not hidden:
             return
         head.whitener.update(self.torch.stack(hidden).to(self.device))
         head.whitener.refresh()
@@ -952,16 +921,24 @@ class Trainer:
             "versions": library_versions(),
             "train_seed_formula": "seed * 100003 + i (i counts seeds drawn; one per GRPO group)",
             "eval_seeds": f"{EVAL_SEED_BASE} + i",
+            "num_processes": self.processes.num,
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
         (self.run_dir / "run.json").write_text(json.dumps(info, indent=2, default=str))
 
     def save_checkpoint(self) -> Path:
-        """Adapter (safetensors) + extra modules + optimizer + RNG states + counters + config."""
+        """Adapter (safetensors) + extra modules + optimizer + RNG states + counters + config
+        (written by the main process; the others wait for it)."""
+        path = self.run_dir / "checkpoints" / f"iter_{self.iteration:06d}"
+        if self.processes.is_main:
+            self._write_checkpoint(path)
+        self.processes.wait()
+        return path
+
+    def _write_checkpoint(self, path: Path) -> None:
         torch = self.torch
         from safetensors.torch import save_file
 
-        path = self.run_dir / "checkpoints" / f"iter_{self.iteration:06d}"
         tmp = path.with_name(path.name + ".tmp")
         self._save_weights(tmp, policy_only=False)
         if self._ref_head is not None:
@@ -987,16 +964,17 @@ class Trainer:
         }
         (tmp / "trainer_state.json").write_text(json.dumps(state | self.extra_state(), indent=2))
         checkpoints.commit(tmp, path)  # rename-aside replacement, atomic `latest`
-        return path
 
     def save_policy(self, path: str | Path) -> Path:
         """A small directory that restores the acting policy completely (the adapter, merged
         adapters, the action head; no optimizer, RNG or critic): ``llm:MODEL@PATH`` and
         :func:`~llmgym.agents.trainers.load_trained_policy` load it."""
         path = Path(path)
-        self._save_weights(path, policy_only=True)
-        state = self._state() | {"policy_only": True}
-        (path / "trainer_state.json").write_text(json.dumps(state, indent=2))
+        if self.processes.is_main:
+            self._save_weights(path, policy_only=True)
+            state = self._state() | {"policy_only": True}
+            (path / "trainer_state.json").write_text(json.dumps(state, indent=2))
+        self.processes.wait()
         return path
 
     def _state(self) -> dict[str, Any]:
@@ -1066,6 +1044,7 @@ class Trainer:
             )
         try:
             self._load_checkpoint(ckpt)
+            self._seed_sampling()
         except TrainingError:
             raise  # already one sentence (e.g. another algo's or model's checkpoint)
         except (
@@ -1249,6 +1228,13 @@ def rollout_metrics(episodes: list[Episode]) -> dict[str, Any]:
     return metrics
 
 
+@dataclass
+class _LoggedSample:
+    """What the metrics read of a sample that another process played."""
+
+    logprob: float | None
+
+
 def _sample_logprob(sample: Any) -> float | None:
     lp = getattr(sample, "logprob", None)
     if lp is None:
@@ -1337,12 +1323,6 @@ def _progress(enabled: bool, total: int, initial: int) -> Any:
 def _write(pbar: Any, message: str) -> None:
     if pbar is not None:
         pbar.write(message)
-
-
-def minibatches(n: int, size: int, rng: np.random.Generator) -> list[list[int]]:
-    """Shuffled index minibatches covering ``range(n)``."""
-    order = rng.permutation(n).tolist()
-    return [order[i : i + size] for i in range(0, n, max(1, size))]
 
 
 def mean_stats(history: list[dict[str, float]]) -> dict[str, float]:

@@ -36,7 +36,6 @@ from llmgym.agents.trainers.base import (
     TrainConfig,
     Trainer,
     mean_stats,
-    minibatches,
 )
 from llmgym.agents.trainers.losses import (
     clipped_surrogate,
@@ -86,6 +85,11 @@ class GRPOTrainer(Trainer):
             raise ValueError(f"group_level must be 'episode' or 'step', not {cfg.group_level!r}")
         if cfg.group_size < 2:
             raise ValueError("GRPO needs group_size >= 2 (advantages are relative to a group).")
+        if self.processes.num > self.num_groups:
+            raise ValueError(
+                f"{self.processes.num} processes need at least as many groups per update "
+                f"(episodes_per_update / group_size), not {self.num_groups}."
+            )
         self._np_rng = np.random.default_rng(cfg.seed + 1)
         self._train: list[tuple[Step, float]] = []
         self._train_for: list[Episode] | None = None
@@ -105,52 +109,55 @@ class GRPOTrainer(Trainer):
 
     def collect(self) -> list[Episode]:
         G = self.config.group_size
-        group_seeds = self.next_seeds(self.num_groups)
+        # Whole groups to each process; a group's number is the same in every process.
+        groups_here = self.processes.shard(list(enumerate(self.next_seeds(self.num_groups))))
         with self.greedy(False):
             if self.config.group_level == "episode":
-                seeds = [s for s in group_seeds for _ in range(G)]
-                groups = [g for g in range(len(group_seeds)) for _ in range(G)]
+                seeds = [seed for _, seed in groups_here for _ in range(G)]
+                groups = [g for g, _ in groups_here for _ in range(G)]
                 episodes = play(
                     self.policy.act, self.envs, seeds, first_index=self.episodes_done, groups=groups
                 )
                 self._train = self._episode_advantages(episodes)
                 self._train_for = episodes
                 return episodes
-            return self._collect_steps(group_seeds)
+            return self._collect_steps(groups_here)
 
     def _episode_advantages(self, episodes: list[Episode]) -> list[tuple[Step, float]]:
+        """Each turn's advantage: its episode's return normalised within its group (the
+        group's episodes in every process)."""
+        # Discounted from the first turn: with gamma < 1 shorter successes score higher.
+        returns = [
+            discounted_returns([s.reward for s in ep.steps], self.config.gamma)[0]
+            if ep.steps
+            else 0.0
+            for ep in episodes
+        ]
+        by_group: dict[int, list[float]] = {}
+        for group, ret in self.processes.gather(list(zip([e.group for e in episodes], returns))):
+            by_group.setdefault(group, []).append(ret)
+        stats = {g: (np.mean(r), np.std(r)) for g, r in by_group.items()}
         out = []
-        by_group: dict[int, list[Episode]] = {}
-        for ep in episodes:
-            by_group.setdefault(ep.group, []).append(ep)
-        for members in by_group.values():
-            # Discounted from the first turn: with gamma < 1 shorter successes score higher.
-            returns = [
-                discounted_returns([s.reward for s in ep.steps], self.config.gamma)[0]
-                if ep.steps
-                else 0.0
-                for ep in members
-            ]
-            adv = self._normalise(returns)
-            for ep, a in zip(members, adv):
-                out += [(s, a) for s in ep.steps]
+        for ep, ret in zip(episodes, returns):
+            a = self._normalise(np.asarray([ret]), *stats[ep.group])[0]
+            out += [(s, a) for s in ep.steps]
         return out
 
-    def _normalise(self, returns: list[float]) -> list[float]:
-        r = np.asarray(returns, dtype=float)
-        adv = r - r.mean()
+    def _normalise(self, returns: Any, mean: float, std: float) -> list[float]:
+        """Group advantages: return minus the group mean, over its std (``scale_rewards``)."""
+        adv = np.asarray(returns, dtype=float) - mean
         if self.config.scale_rewards:
-            adv = adv / (r.std() + 1e-4)
+            adv = adv / (std + 1e-4)
         return adv.tolist()
 
-    def _collect_steps(self, group_seeds: list[int]) -> list[Episode]:
+    def _collect_steps(self, groups_here: list[tuple[int, int]]) -> list[Episode]:
         """Step-level groups: a prefix played by the policy, then G branches to the end."""
         cfg = self.config
         G = cfg.group_size
         self._train = []
         episodes: list[Episode] = []
         rng = random.Random(int(self._np_rng.integers(2**31)))
-        for g, seed in enumerate(group_seeds):
+        for g, seed in groups_here:
             env = self.envs[0]
             depth = rng.randrange(cfg.max_branch_depth)
             if depth:  # the prefix: the policy plays up to `depth` turns
@@ -165,7 +172,7 @@ class GRPOTrainer(Trainer):
             returns = [
                 discounted_returns([s.reward for s in b.steps], cfg.gamma)[0] for b in branch_eps
             ]
-            adv = self._normalise(returns)
+            adv = self._normalise(returns, np.mean(returns), np.std(returns))
             for b, a in zip(branch_eps, adv):
                 self._train.append((b.steps[0], a))
             episodes += branch_eps
@@ -183,6 +190,10 @@ class GRPOTrainer(Trainer):
         samples = [s.sample for s, _ in pairs]
         adv = torch.tensor([a for _, a in pairs], dtype=torch.float32, device=self.device)
         informative = (adv.abs() > 1e-8).float()
+        # The policy gradient averages over the informative samples of the batch (of every
+        # process): each counts n / n_informative in a mean over all samples.
+        n, n_informative = self.processes.sum([len(samples), float(informative.sum())])
+        pg_weight = informative * (n / max(n_informative, 1.0))
         old_logp = old_tokens = None
         if cfg.update_epochs > 1:
             old_logp, old_tokens = self._old_logprobs(samples)
@@ -204,8 +215,7 @@ class GRPOTrainer(Trainer):
             else:
                 old = old_logp[idx] if old_logp is not None else logp.detach()
                 per_sample = clipped_surrogate(logp - old, a, cfg.clip_coef)
-            mask = informative[idx]  # the policy gradient averages over informative samples
-            pg_loss = (per_sample * mask).sum() / mask.sum().clamp(min=1)
+            pg_loss = (per_sample * pg_weight[idx]).mean()
             entropy = out.entropy.float().mean()
             loss = pg_loss - self.ent_coef * entropy
             kl = torch.zeros(())
@@ -221,11 +231,11 @@ class GRPOTrainer(Trainer):
 
         history = []
         for _ in range(cfg.update_epochs):
-            for mb in minibatches(len(samples), cfg.minibatch_size, self._np_rng):
+            for mb in self.processes.minibatches(len(samples), cfg.minibatch_size, self._np_rng):
                 stats = self.optimize(mb, loss_fn)
                 if stats is not None:
                     history.append(stats)
-        return mean_stats(history) | {"grpo/informative_samples": float(informative.sum())}
+        return mean_stats(history) | {"grpo/informative_samples": n_informative}
 
     def _old_logprobs(self, samples: list[Any]) -> tuple[Any, list[Any] | None]:
         outs = self.recompute(samples)

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from llmgym.agents.trainers.base import TrainConfig, Trainer, mean_stats, minibatches
+from llmgym.agents.trainers.base import TrainConfig, Trainer, mean_stats
 from llmgym.agents.trainers.losses import clipped_surrogate, k3_kl, token_clipped_surrogate
 from llmgym.rollout import Episode
 
@@ -163,8 +163,9 @@ class PPOTrainer(Trainer):
         self.compute_advantages(episodes, old_values.tolist())
         adv = torch.tensor([s.advantage for s in steps], dtype=torch.float32, device=self.device)
         returns = torch.tensor([s.ret for s in steps], dtype=torch.float32, device=self.device)
-        if cfg.norm_adv and len(steps) > 1:
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        if cfg.norm_adv and self.processes.sum([len(steps)])[0] > 1:  # over every process
+            mean, std = self.processes.mean_std(adv.tolist(), ddof=1)
+            adv = (adv - mean) / (std + 1e-8)
         ref = self.reference_logprobs(samples) if cfg.kl_coef > 0 else None
         generate = cfg.mode == "generate" and old_tokens is not None
 
@@ -214,7 +215,7 @@ class PPOTrainer(Trainer):
         stop = False
         for _epoch in range(cfg.update_epochs):
             epochs_run += 1
-            for mb in minibatches(len(samples), cfg.minibatch_size, self._np_rng):
+            for mb in self.processes.minibatches(len(samples), cfg.minibatch_size, self._np_rng):
                 stats = self.optimize(mb, loss_fn)
                 if stats is not None:
                     history.append(stats)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from llmgym.agents.trainers.base import TrainConfig, Trainer, mean_stats, minibatches
+from llmgym.agents.trainers.base import TrainConfig, Trainer, mean_stats
 from llmgym.agents.trainers.losses import discounted_returns, k3_kl
 from llmgym.rollout import Episode
 
@@ -80,20 +80,22 @@ class ReinforceTrainer(Trainer):
                 step.ret = g
                 returns.append(g)
         arr = np.asarray(returns, dtype=float)
+        batch_mean, _ = self.processes.mean_std(arr)  # the batch of every process
         if cfg.baseline == "batch":
-            base = float(arr.mean())
+            base = batch_mean
         elif cfg.baseline == "ema":
             self._ema = (
-                float(arr.mean())
+                batch_mean
                 if self._ema is None
-                else (cfg.ema_decay * self._ema + (1 - cfg.ema_decay) * float(arr.mean()))
+                else (cfg.ema_decay * self._ema + (1 - cfg.ema_decay) * batch_mean)
             )
             base = self._ema
         else:
             base = 0.0
         adv = arr - base
-        if cfg.scale_advantages and adv.std() > 1e-8:
-            adv = adv / (adv.std() + 1e-8)
+        _, std = self.processes.mean_std(adv)
+        if cfg.scale_advantages and std > 1e-8:
+            adv = adv / (std + 1e-8)
         return adv.tolist()
 
     def update(self, episodes: list[Episode]) -> dict[str, float]:
@@ -131,7 +133,7 @@ class ReinforceTrainer(Trainer):
 
         history = []
         for _ in range(cfg.update_epochs):
-            for mb in minibatches(len(samples), cfg.minibatch_size, self._np_rng):
+            for mb in self.processes.minibatches(len(samples), cfg.minibatch_size, self._np_rng):
                 stats = self.optimize(mb, loss_fn)
                 if stats is not None:
                     history.append(stats)
