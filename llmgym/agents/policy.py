@@ -39,22 +39,24 @@ from typing import Any
 
 import numpy as np
 import torch
-from transformers import DynamicCache
 
+from llmgym.agents.backends import Sampling
+from llmgym.agents.backends.hf import TransformersBackend
 from llmgym.agents.models import get_model_defaults, prepare_tokenizer
+from llmgym.agents.prompts import (
+    PREFILL,
+    THINK_SUFFIX,
+    Message,
+    build_messages,
+    candidate_ids,
+    completion_text,
+    encode,
+)
 from llmgym.wrappers.history import ChatHistory
 
 MODES = ("score", "generate")
 BACKENDS = ("hf", "vllm")
 NORMALIZATIONS = ("sum", "token", "word")
-PREFILL = '{"action": "'
-THINK_SUFFIX = (
-    "\n\nFirst think step by step in at most three short sentences, then end your reply with "
-    "the JSON answer on its own line."
-)
-MIN_SHARED_PREFIX = 8  # shorter shared prefixes are not worth a separate forward pass
-
-Message = dict[str, str]
 
 
 @dataclass
@@ -91,7 +93,7 @@ class PolicyConfig:
     complete (rambling past it costs decode steps for the whole batch)."""
     backend: str = "hf"
     """``hf``: transformers in this process. ``vllm``: act through a running vLLM server
-    (``vllm_url``; ``llmgym.agents.vllm_backend``); log-probs only, so no action head."""
+    (``vllm_url``; ``llmgym.agents.backends.vllm``); log-probs only, so no action head."""
     vllm_url: str = ""
     """The vLLM server's address, e.g. ``http://127.0.0.1:8000`` (backend ``vllm``)."""
     vllm_model: str = ""
@@ -178,57 +180,11 @@ def split_infos(infos: dict[str, Any] | Sequence[dict[str, Any]], n: int) -> lis
     return out
 
 
-def build_messages(
-    system_prompt: str,
-    observation: str,
-    turns: Sequence[tuple[str, str]] = (),
-    *,
-    think: bool = False,
-    system_role: bool = True,
-) -> list[Message]:
-    """Chat messages: system prompt, past (observation, answer) turns, the observation.
-
-    Example:
-        >>> [m["role"] for m in build_messages("S", "o2", [("o1", "a1")])]
-        ['system', 'user', 'assistant', 'user']
-        >>> build_messages("S", "o", system_role=False)
-        [{'role': 'user', 'content': 'S\\n\\no'}]
-    """
-    system = system_prompt + (THINK_SUFFIX if think else "")
-    messages = [{"role": "system", "content": system}]
-    for obs, answer in turns:
-        messages += [{"role": "user", "content": obs}, {"role": "assistant", "content": answer}]
-    messages.append({"role": "user", "content": observation})
-    if not system_role:
-        first = messages[1]
-        messages = [{"role": "user", "content": f"{system}\n\n{first['content']}"}, *messages[2:]]
-    return messages
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
-
-
-def _left_pad(rows: Sequence[Sequence[int]], pad: int, device: Any) -> tuple[torch.Tensor, ...]:
-    """(ids [B, S], mask [B, S]) with rows right-aligned."""
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, row in enumerate(rows):
-        if row:
-            ids[i, width - len(row) :] = torch.tensor(row)
-            mask[i, width - len(row) :] = 1
-    return ids.to(device), mask.to(device)
-
-
 class LLMPolicy:
     """Acts for a batch of text envs with a causal LM (plain, or a peft ``PeftModel``), or
     through a vLLM server (``config.backend == "vllm"``; ``model`` may then be None: acting
-    needs only the tokenizer).
+    needs only the tokenizer), or through any ``backend`` given (``llmgym.agents.backends``):
+    the policy builds the prompts, samples and adds the action head; the backend runs the model.
 
     ``act`` samples under ``torch.no_grad``; ``evaluate`` recomputes the same log-probs with
     gradients. Per-env chat history (``config.history > 0``) is kept by env index; call
@@ -245,6 +201,7 @@ class LLMPolicy:
         device: Any = None,
         head: Any = None,
         memoize: bool = False,
+        backend: Any = None,
     ) -> None:
         self.model = model
         self.tokenizer = prepare_tokenizer(tokenizer)
@@ -258,9 +215,6 @@ class LLMPolicy:
         self.generator = torch.Generator(device=self.device).manual_seed(self.config.seed)
         self.stop_ids = self._stop_ids()
         self.histories: dict[int, ChatHistory] = {}
-        self._prefix_ids: list[int] = []
-        self._prefix_kv: list[tuple[torch.Tensor, torch.Tensor]] = []
-        self._prefix_key: tuple[Any, ...] | None = None
         self._closing: list[int] | None = None
         #: Score mode: learned per-state candidate scores added to the LM's (None = off).
         self.head = head
@@ -269,23 +223,30 @@ class LLMPolicy:
         self.memoize = memoize
         self._memo: dict[tuple[Any, ...], tuple[torch.Tensor, torch.Tensor]] = {}
         self._action_embeddings: dict[str, torch.Tensor] = {}
-        #: Token counts: prompt tokens run through the model, prompt tokens served from the
-        #: prefix cache, generated tokens kept, decode positions computed (batch x steps).
-        self.stats = dict.fromkeys(
-            ("prompt_tokens", "cached_tokens", "generated_tokens", "decode_tokens"), 0
-        )
-        #: The vLLM server acting is delegated to (backend ``vllm``), else None.
-        self.server = None
-        if self.config.backend == "vllm":
-            from llmgym.agents.vllm_backend import VLLMServer
+        #: The model work (``llmgym.agents.backends``): ``backend`` if given, else transformers
+        #: in this process or a vLLM server (``config.backend``).
+        self.backend: Any = backend if backend is not None else self._default_backend(model)
 
-            if head is not None:
-                raise ValueError(
-                    "vLLM returns log-probs, not hidden states, so a policy with an action head "
-                    "cannot act through it; train with `--set action_head=false` to use the "
-                    "vllm backend."
-                )
-            self.server = VLLMServer(self.config.vllm_url, self.config.vllm_model)
+    def _default_backend(self, model: Any) -> Any:
+        if self.config.backend == "hf":
+            pad = self.tokenizer.pad_token_id
+            hf = TransformersBackend(model, pad, self.device, self.config.prefix_cache)
+            hf.on_new_weights = self._memo.clear
+            return hf
+        from llmgym.agents.backends.vllm import VLLMServer
+
+        if self.head is not None:
+            raise ValueError(
+                "vLLM returns log-probs, not hidden states, so a policy with an action head "
+                "cannot act through it; train with `--set action_head=false` to use the "
+                "vllm backend."
+            )
+        return VLLMServer(self.config.vllm_url, self.config.vllm_model)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """The backend's token counts (prompt, cached, generated, decode positions)."""
+        return self.backend.stats
 
     # ----------------------------------------------------------------------------- prompts
     def _stop_ids(self) -> list[int]:
@@ -336,20 +297,17 @@ class LLMPolicy:
         )
         return text + (self._prefill if prefill is None else prefill)
 
-    def _encode(self, text: str) -> list[int]:
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` (no special tokens)."""
+        return encode(self.tokenizer, text)
 
     def candidate_ids(self, prompt: str, prompt_ids: list[int], action: str) -> list[int]:
-        """Token ids of the answer naming ``action``, as they continue ``prompt``: tokenized
-        together with the prompt when that keeps the prompt's ids, else on their own."""
-        completion = self._completion_text(action)
-        joint = self._encode(prompt + completion)
-        if joint[: len(prompt_ids)] == prompt_ids and len(joint) > len(prompt_ids):
-            return joint[len(prompt_ids) :]
-        return self._encode(completion)
+        """Token ids of the answer naming ``action``, as they continue ``prompt``."""
+        return candidate_ids(self.tokenizer, prompt, prompt_ids, action, bool(self._prefill))
 
-    def _completion_text(self, action: str) -> str:
-        return f'{action}"}}' if self._prefill else f'{{"action": "{action}"}}'
+    def answer_text(self, action: str) -> str:
+        """The whole answer naming ``action`` (what the env steps with), prefill included."""
+        return self._prefill + completion_text(action, bool(self._prefill))
 
     def reset(self, indices: Sequence[int] | None = None) -> None:
         """Forget the chat history of envs ``indices`` (all when None)."""
@@ -357,125 +315,11 @@ class LLMPolicy:
             self.histories.pop(int(i), None)
 
     def clear_cache(self) -> None:
-        """Drop the cached prompt prefix (done automatically when the weights change) and the
-        memoised features (call it after changing a frozen backbone's weights)."""
-        self._prefix_ids, self._prefix_kv, self._prefix_key = [], [], None
+        """Make the backend take up the current weights (the cached prompt prefix is dropped;
+        done automatically when the weights change) and drop the memoised features (call it
+        after changing a frozen backbone's weights)."""
+        self.backend.sync_weights()
         self._memo.clear()
-
-    # ----------------------------------------------------------------------------- forward
-    def _weights_key(self) -> tuple[Any, ...]:
-        """Changes whenever a parameter is modified in place or adapters are toggled."""
-        versions = sum(p._version for p in self.model.parameters())
-        adapters = tuple(
-            (m.disable_adapters, tuple(getattr(m, "active_adapters", ())))
-            for m in self.model.modules()
-            if hasattr(m, "disable_adapters") and not callable(m.disable_adapters)
-        )
-        return versions, adapters, self.model.training
-
-    def _shared_prefix(self, prompts: list[list[int]]) -> int:
-        """Encode (or reuse) the KV cache of the prefix all ``prompts`` share; its length."""
-        if not self.config.prefix_cache:
-            return 0
-        length = min(len(p) for p in prompts) - 1
-        for p in prompts[1:]:
-            length = _common_prefix(prompts[0][:length], p)
-        key = self._weights_key()
-        if key != self._prefix_key:
-            self.clear_cache()
-        kept = _common_prefix(self._prefix_ids, prompts[0][:length])
-        if length < MIN_SHARED_PREFIX:
-            return 0
-        kv = [(k[:, :, :kept], v[:, :, :kept]) for k, v in self._prefix_kv] if kept else []
-        if length > kept:
-            ids = torch.tensor([prompts[0][kept:length]], device=self.device)
-            mask = torch.ones((1, length), dtype=torch.long, device=self.device)
-            positions = torch.arange(kept, length, device=self.device)[None]
-            cache = self._cache(kv, 1)
-            self.model(
-                input_ids=ids,
-                attention_mask=mask,
-                position_ids=positions,
-                past_key_values=cache,
-                use_cache=True,
-                logits_to_keep=1,
-            )
-            kv = [(layer.keys, layer.values) for layer in cache.layers]
-            self.stats["prompt_tokens"] += length - kept
-        self._prefix_ids, self._prefix_kv, self._prefix_key = prompts[0][:length], kv, key
-        return length
-
-    def _cache(self, kv: list[tuple[torch.Tensor, torch.Tensor]], batch: int) -> DynamicCache:
-        data = [(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in kv]
-        return DynamicCache(ddp_cache_data=data or None, config=self.model.config)
-
-    def _encode_prompts(
-        self, prompts: list[list[int]], *, shared: bool, hidden: bool = False
-    ) -> tuple[torch.Tensor, DynamicCache, torch.Tensor, torch.Tensor | None]:
-        """One left-padded forward over ``prompts``: (last-position logits [B, V], the KV cache,
-        the attention mask [B, S], last hidden state at the last prompt token [B, H] or None)."""
-        prefix = self._shared_prefix(prompts) if shared else 0
-        ids, mask = _left_pad(
-            [p[prefix:] for p in prompts], self.tokenizer.pad_token_id, self.device
-        )
-        if prefix:
-            ones = torch.ones((len(prompts), prefix), dtype=torch.long, device=self.device)
-            mask = torch.cat([ones, mask], dim=1)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, prefix:]
-        cache = self._cache(self._prefix_kv if prefix else [], len(prompts))
-        out = self.model(
-            input_ids=ids,
-            attention_mask=mask,
-            position_ids=positions,
-            past_key_values=cache,
-            use_cache=True,
-            logits_to_keep=1,
-            output_hidden_states=hidden,
-        )
-        self.stats["prompt_tokens"] += int(mask[:, prefix:].sum())
-        self.stats["cached_tokens"] += prefix * len(prompts)
-        last_hidden = out.hidden_states[-1][:, -1] if hidden else None
-        return out.logits[:, -1].float(), cache, mask, last_hidden
-
-    def _candidate_logprobs(
-        self,
-        last_logits: torch.Tensor,
-        cache: DynamicCache,
-        mask: torch.Tensor,
-        candidates: list[list[list[int]]],
-    ) -> list[list[torch.Tensor]]:
-        """Per env, per candidate: the log-probs of its tokens after the prompt, reusing the
-        prompt's KV cache (one extra pass over all candidates' tokens but the last)."""
-        first = torch.log_softmax(last_logits, dim=-1)
-        rows = [(b, c) for b, cands in enumerate(candidates) for c in cands]
-        width = max(len(c) for _, c in rows) - 1
-        out: list[list[torch.Tensor]] = [[] for _ in candidates]
-        if width == 0:
-            for b, c in rows:
-                out[b].append(first[b, c[:1]])
-            return out
-        index = torch.tensor([b for b, _ in rows], device=self.device)
-        cache.batch_select_indices(index)
-        ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
-        cand_mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for r, (_, c) in enumerate(rows):
-            ids[r, : len(c) - 1] = torch.tensor(c[:-1])
-            cand_mask[r, : len(c) - 1] = 1
-        full_mask = torch.cat([mask[index], cand_mask.to(self.device)], dim=1)
-        positions = mask[index].sum(-1, keepdim=True) + torch.arange(width, device=self.device)
-        logits = self.model(
-            input_ids=ids.to(self.device),
-            attention_mask=full_mask,
-            position_ids=positions,
-            past_key_values=cache,
-            use_cache=True,
-        ).logits.float()
-        logp = torch.log_softmax(logits, dim=-1)
-        self.stats["prompt_tokens"] += int(cand_mask.sum())
-        for r, (b, c) in enumerate(rows):
-            rest = logp[r, torch.arange(len(c) - 1), torch.tensor(c[1:])]
-            out[b].append(torch.cat([first[b, c[:1]], rest]))
-        return out
 
     def _scores(self, token_logprobs: list[torch.Tensor], actions: Sequence[str]) -> torch.Tensor:
         sums = torch.stack([t.sum() for t in token_logprobs])
@@ -521,7 +365,7 @@ class LLMPolicy:
         if prefills is None or self.config.mode == "score":
             prefills = [self._prefill] * len(messages)
         texts = [self.prompt_text(m, p) for m, p in zip(messages, prefills)]
-        prompts = [self._encode(t) for t in texts]
+        prompts = [self.encode(t) for t in texts]
         if self.config.mode == "generate":
             return self._act_generate(list(messages), prompts, list(prefills))
         actions = [list(a) for a in valid_actions or [[] for _ in messages]]
@@ -543,7 +387,7 @@ class LLMPolicy:
             self.messages_for(i, o, info) for i, (o, info) in enumerate(zip(observations, infos))
         ]
         texts = [self.prompt_text(m) for m in messages]
-        prompts = [self._encode(t) for t in texts]
+        prompts = [self.encode(t) for t in texts]
         actions = [list(info.get("valid_actions") or []) for info in infos]
         _, hidden, scores = self._score_rows(texts, prompts, actions)
         return [torch.softmax(s / self.config.temperature, -1).tolist() for s in scores]
@@ -569,7 +413,7 @@ class LLMPolicy:
                 k = int(torch.multinomial(probs, 1, generator=self.generator))
             samples.append(
                 ActionSample(
-                    text=self._prefill + self._completion_text(acts[k]),
+                    text=self.answer_text(acts[k]),
                     action_index=k,
                     prompt_ids=prompts[b],
                     completion_ids=candidates[b][k],
@@ -611,14 +455,9 @@ class LLMPolicy:
         return torch.stack([h for h, _ in rows]), [s for _, s in rows]
 
     def _forward_features(self, prompts, candidates, actions, shared):
-        if self.server is not None:
-            rows = self.server.candidate_logprobs(prompts, candidates)
-            lm = [self._scores([torch.tensor(t) for t in r], a) for r, a in zip(rows, actions)]
-            return torch.zeros((len(prompts), 0)), lm
-        last_logits, cache, mask, hidden = self._encode_prompts(
-            prompts, shared=shared, hidden=self.head is not None
+        hidden, token_logprobs = self.backend.score(
+            prompts, candidates, hidden=self.head is not None, shared=shared
         )
-        token_logprobs = self._candidate_logprobs(last_logits, cache, mask, candidates)
         lm = [self._scores(t, a) for t, a in zip(token_logprobs, actions)]
         if hidden is None:
             hidden = torch.zeros((len(prompts), 0), device=self.device)
@@ -641,27 +480,13 @@ class LLMPolicy:
         if action not in self._action_embeddings:
             from llmgym.agents.action_head import action_embedding
 
-            ids = self._encode(action) or [self.tokenizer.pad_token_id]
+            ids = self.encode(action) or [self.tokenizer.pad_token_id]
             self._action_embeddings[action] = action_embedding(self.model, ids).to(self.device)
         return self._action_embeddings[action]
 
     def features(self, hidden: torch.Tensor) -> torch.Tensor:
         """The action head's whitened state features (the raw hidden state without a head)."""
         return self.head.whitener(hidden) if self.head is not None else hidden.float()
-
-    def _next_tokens(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Pick the next token per row; return (tokens, their log-probs at the temperature)."""
-        logp = torch.log_softmax(logits / self.config.temperature, dim=-1)
-        if self.config.greedy:
-            tokens = logits.argmax(-1)
-        else:
-            probs = logp.exp()
-            if self.config.top_p < 1:
-                sorted_p, order = probs.sort(-1, descending=True)
-                outside = sorted_p.cumsum(-1) - sorted_p >= self.config.top_p
-                probs = probs.scatter(-1, order, sorted_p.masked_fill(outside, 0.0))
-            tokens = torch.multinomial(probs, 1, generator=self.generator).squeeze(-1)
-        return tokens, logp.gather(-1, tokens[:, None]).squeeze(-1)
 
     @property
     def _stops_at_answer(self) -> bool:
@@ -677,21 +502,10 @@ class LLMPolicy:
     def _act_generate(self, messages, prompts, prefills) -> list[ActionSample]:
         max_new = self.config.max_new_tokens or self.defaults.max_new_tokens
         stop_ids = self.stop_ids + (self._closing_ids() if self._stops_at_answer else [])
-        if self.server is not None:
-            # One draw per batch; prompt i samples with seed + i (identical prompts differ).
-            seed = int(torch.randint(2**31 - 1, (1,), generator=self.generator))
-            rows = self.server.generate(
-                prompts,
-                max_tokens=max_new,
-                stop_token_ids=stop_ids,
-                temperature=self.config.temperature,
-                top_p=self.config.top_p,
-                greedy=self.config.greedy,
-                seed=seed,
-            )
-            all_tokens, all_logps = [r[0] for r in rows], [r[1] for r in rows]
-        else:
-            all_tokens, all_logps = self._decode(prompts, max_new, stop_ids)
+        sampling = Sampling(
+            self.config.temperature, self.config.top_p, self.config.greedy, self.generator
+        )
+        all_tokens, all_logps = self.backend.generate(prompts, max_new, stop_ids, sampling)
         samples = []
         stop_set = set(stop_ids)
         for b, row in enumerate(all_tokens):
@@ -710,37 +524,6 @@ class LLMPolicy:
                 )
             )
         return samples
-
-    def _decode(self, prompts, max_new, stop_ids) -> tuple[list[list[int]], list[list[float]]]:
-        """Sample up to ``max_new`` tokens per prompt with the KV cache, until every row has
-        produced a stop token: (token ids, their log-probs), rows padded after their stop."""
-        logits, cache, mask, _ = self._encode_prompts(prompts, shared=True)
-        positions = mask.sum(-1)
-        stop = torch.tensor(stop_ids, device=self.device)
-        done = torch.zeros(len(prompts), dtype=torch.bool, device=self.device)
-        tokens, logps = [], []
-        for step in range(max_new):
-            tok, logp = self._next_tokens(logits)
-            tok = tok.masked_fill(done, self.tokenizer.pad_token_id)
-            tokens.append(tok)
-            logps.append(logp)
-            done |= torch.isin(tok, stop)
-            self.stats["decode_tokens"] += len(prompts)
-            if bool(done.all()) or step == max_new - 1:
-                break
-            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-            logits = (
-                self.model(
-                    input_ids=tok[:, None],
-                    attention_mask=mask,
-                    position_ids=positions[:, None] + step,
-                    past_key_values=cache,
-                    use_cache=True,
-                )
-                .logits[:, -1]
-                .float()
-            )
-        return torch.stack(tokens, 1).tolist(), torch.stack(logps, 1).tolist()
 
     # ----------------------------------------------------------------------------- training
     def evaluate(
@@ -765,13 +548,9 @@ class LLMPolicy:
         if self.memoize:
             hidden, lm = self._score_features(prompts, candidates, actions, shared=shared_prefix)
         else:
-            if shared_prefix:
-                with torch.no_grad():  # the prefix's KV as constants under the current weights
-                    self._shared_prefix(prompts)
-            last_logits, cache, mask, hidden = self._encode_prompts(
-                prompts, shared=shared_prefix, hidden=True
+            hidden, token_logprobs = self.backend.score(
+                prompts, candidates, hidden=True, shared=shared_prefix
             )
-            token_logprobs = self._candidate_logprobs(last_logits, cache, mask, candidates)
             lm = [self._scores(t, a) for t, a in zip(token_logprobs, actions)]
         scores = self._candidate_scores(hidden, lm, actions)
         logprob, entropy = [], []
@@ -782,35 +561,13 @@ class LLMPolicy:
         return PolicyOutput(torch.stack(logprob), torch.stack(entropy), hidden)
 
     def _evaluate_generate(self, samples: Sequence[ActionSample]) -> PolicyOutput:
-        rows = [s.prompt_ids + s.completion_ids for s in samples]
-        ids, mask = _left_pad(rows, self.tokenizer.pad_token_id, self.device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        keep = max(len(s.completion_ids) for s in samples) + 1
-        out = self.model(
-            input_ids=ids,
-            attention_mask=mask,
-            position_ids=positions,
-            logits_to_keep=keep,
-            output_hidden_states=True,
+        token_logprobs, entropy, hidden = self.backend.completion_logprobs(
+            [s.prompt_ids for s in samples],
+            [s.completion_ids for s in samples],
+            self.config.temperature,
         )
-        logp = torch.log_softmax(out.logits.float() / self.config.temperature, dim=-1)
-        width = ids.shape[1]
-        token_logprobs, entropy, hidden = [], [], []
-        for b, s in enumerate(samples):
-            n = len(s.completion_ids)
-            # kept logits cover positions width-keep .. width-1; position width-n-1 predicts the
-            # first completion token.
-            start = keep - n - 1
-            step_logp = logp[b, start : start + n]
-            target = torch.tensor(s.completion_ids, device=self.device)
-            token_logprobs.append(step_logp.gather(-1, target[:, None]).squeeze(-1))
-            entropy.append(-(step_logp.exp() * step_logp).sum(-1).mean())
-            hidden.append(out.hidden_states[-1][b, width - n - 1])
         return PolicyOutput(
-            torch.stack([t.sum() for t in token_logprobs]),
-            torch.stack(entropy),
-            torch.stack(hidden),
-            token_logprobs,
+            torch.stack([t.sum() for t in token_logprobs]), entropy, hidden, token_logprobs
         )
 
 

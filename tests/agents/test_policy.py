@@ -250,3 +250,38 @@ def test_generate_writes_the_env_answer_prefill(tiny):
     off = LLMPolicy(model, tokenizer, PolicyConfig(mode="generate", prefill=False))
     assert off.prefill_for(info) == ""
     assert LLMPolicy(model, tokenizer).prefill_for(info) == PREFILL
+
+
+@pytest.mark.parametrize("mode", ["score", "generate"])
+def test_a_backend_passed_in_does_the_model_work(tiny, blackjack, mode):
+    from llmgym.agents.backends import Backend
+    from llmgym.agents.backends.hf import TransformersBackend
+
+    model, tokenizer = tiny
+    calls = []
+
+    class Recording(TransformersBackend):
+        def score(self, *args, **kwargs):
+            calls.append("score")
+            return super().score(*args, **kwargs)
+
+        def generate(self, *args, **kwargs):
+            calls.append("generate")
+            return super().generate(*args, **kwargs)
+
+        def completion_logprobs(self, *args, **kwargs):
+            calls.append("completion_logprobs")
+            return super().completion_logprobs(*args, **kwargs)
+
+    backend = Recording(model, tokenizer.pad_token_id, "cpu")
+    assert isinstance(backend, Backend)
+    config = PolicyConfig(mode=mode, greedy=True, max_new_tokens=6)
+    policy = LLMPolicy(model, tokenizer, config, backend=backend)
+    samples = policy.act(*blackjack)
+    default = LLMPolicy(model, tokenizer, config).act(*blackjack)
+    assert [s.text for s in samples] == [s.text for s in default]
+    policy.evaluate(samples)
+    acting = "score" if mode == "score" else "generate"
+    training = "score" if mode == "score" else "completion_logprobs"
+    assert calls == [acting, training]
+    assert policy.stats is backend.stats and backend.stats["prompt_tokens"] > 0

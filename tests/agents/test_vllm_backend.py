@@ -9,8 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from llmgym.agents import vllm_backend
-from llmgym.agents.vllm_backend import VLLMError, VLLMServer
+from llmgym.agents.backends import vllm as vllm_backend
+from llmgym.agents.backends.vllm import VLLMError, VLLMServer
 from llmgym.errors import LLMGymError
 
 
@@ -77,7 +77,7 @@ def test_candidate_logprobs_follow_each_candidate_prefix(server, monkeypatch):
 
 
 def test_generate_returns_the_ids_and_logprobs_with_the_stop_rules(server):
-    rows = VLLMServer(server, model="m").generate(
+    rows = VLLMServer(server, model="m").complete(
         [[1, 2]],
         max_tokens=5,
         stop_token_ids=[9],
@@ -99,13 +99,13 @@ def test_generate_returns_the_ids_and_logprobs_with_the_stop_rules(server):
 def test_identical_prompts_in_one_batch_get_their_own_seeds(server):
     client = VLLMServer(server, model="m")
     kwargs = dict(max_tokens=5, stop_token_ids=[9], temperature=0.7, top_p=0.9)
-    rows = client.generate([[1, 2], [1, 2], [1, 2]], greedy=False, seed=3, **kwargs)
+    rows = client.complete([[1, 2], [1, 2], [1, 2]], greedy=False, seed=3, **kwargs)
     assert rows == [([7], [-0.5])] * 3
     sampled = FakeVLLM.requests[-3:]
     assert all(len(r["prompt"]) == 1 for r in sampled)
     assert sorted(r["seed"] for r in sampled) == [3, 4, 5]
     FakeVLLM.requests = []
-    client.generate([[1, 2], [1, 2]], greedy=True, seed=3, **kwargs)
+    client.complete([[1, 2], [1, 2]], greedy=True, seed=3, **kwargs)
     assert len(FakeVLLM.requests) == 1 and "seed" not in FakeVLLM.requests[0]
     assert FakeVLLM.requests[0]["temperature"] == 0.0
 

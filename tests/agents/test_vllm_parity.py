@@ -76,7 +76,7 @@ def test_candidate_token_logprobs_match(backends, env_id):
     samples = hf.act(observations, infos)
     prompts = [s.prompt_ids for s in samples]
     candidates = [s.candidate_ids for s in samples]
-    served = vllm.server.candidate_logprobs(prompts, candidates)
+    served = vllm.backend.candidate_logprobs(prompts, candidates)
     gaps = [
         np.abs(np.array(lp) - _reference_logprobs(hf.model, p, c)).max()
         for p, cands, rows in zip(prompts, candidates, served)
@@ -137,7 +137,7 @@ def test_an_exported_adapter_hot_loads_and_acts_as_the_trained_policy(backends, 
     _, vllm = _policies(backends, mode="score")
     observations, infos = _prompts("Text-Blackjack-v1")
     before = np.log(vllm.action_probabilities(observations, infos))
-    vllm.server.load_adapter("llmgym-test", str(tmp_path / "adapter"))
+    vllm.backend.load_adapter("llmgym-test", str(tmp_path / "adapter"))
     served = np.log(vllm.action_probabilities(observations, infos))
     trainer.model.eval()
     want = np.log(trainer.policy.action_probabilities(observations, infos))

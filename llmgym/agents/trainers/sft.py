@@ -216,7 +216,8 @@ def build_demos(
 def demo_sample(policy: Any, demo: Demo) -> Any:
     """An ``ActionSample`` for the demo's prompt and action, built like ``policy.act`` builds
     its own (same chat template, prefill and candidate tokens)."""
-    from llmgym.agents.policy import ActionSample, build_messages
+    from llmgym.agents.policy import ActionSample
+    from llmgym.agents.prompts import build_messages
 
     messages = build_messages(
         demo.system_prompt,
@@ -225,7 +226,7 @@ def demo_sample(policy: Any, demo: Demo) -> Any:
         system_role=policy.defaults.system_role,
     )
     prompt = policy.prompt_text(messages)
-    prompt_ids = policy._encode(prompt)
+    prompt_ids = policy.encode(prompt)
     if policy.config.mode == "score":
         if demo.action not in demo.valid_actions:
             raise TrainingError(
@@ -235,7 +236,7 @@ def demo_sample(policy: Any, demo: Demo) -> Any:
         candidates = [policy.candidate_ids(prompt, prompt_ids, a) for a in demo.valid_actions]
         k = demo.valid_actions.index(demo.action)
         return ActionSample(
-            text=policy._prefill + policy._completion_text(demo.action),
+            text=policy.answer_text(demo.action),
             action_index=k,
             prompt_ids=prompt_ids,
             completion_ids=candidates[k],
@@ -246,7 +247,7 @@ def demo_sample(policy: Any, demo: Demo) -> Any:
         )
     completion = policy.candidate_ids(prompt, prompt_ids, demo.action) + policy.stop_ids[:1]
     return ActionSample(
-        text=policy._prefill + policy._completion_text(demo.action),
+        text=policy.answer_text(demo.action),
         action_index=None,
         prompt_ids=prompt_ids,
         completion_ids=completion,

@@ -1,5 +1,5 @@
-"""Acting through a running vLLM server (OpenAI-compatible completions API), for
-``PolicyConfig(backend="vllm", vllm_url=...)``.
+"""The vLLM backend: acting through a running vLLM server (OpenAI-compatible completions API),
+for ``PolicyConfig(backend="vllm", vllm_url=...)``.
 
 The policy keeps building prompts and candidates with its own tokenizer and sends token ids;
 the server returns token ids and log-probs:
@@ -74,6 +74,7 @@ class VLLMServer:
         self.url = url.rstrip("/").removesuffix("/v1")
         self.timeout = timeout
         self.model = model or self._first_model()
+        self.stats = {"generated_tokens": 0}  # counted by the policy
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
         request = urllib.request.Request(
@@ -152,7 +153,59 @@ class VLLMServer:
             out.append(rows_b)
         return out
 
+    # ---- the backend interface (llmgym.agents.backends.Backend) -------------------------------
+
+    def score(
+        self,
+        prompts: Sequence[list[int]],
+        candidates: Sequence[list[list[int]]],
+        *,
+        hidden: bool,
+        shared: bool,
+    ) -> tuple[None, list[list[Any]]]:
+        """``candidate_logprobs`` as tensors; no hidden states (the server has none to give;
+        the server's own prefix cache does what ``shared`` asks)."""
+        import torch
+
+        if hidden:
+            raise VLLMError("A vLLM server returns log-probs, not hidden states.")
+        rows = self.candidate_logprobs(prompts, candidates)
+        return None, [[torch.tensor(t) for t in row] for row in rows]
+
     def generate(
+        self, prompts: Sequence[list[int]], max_new: int, stop_ids: list[int], sampling: Any
+    ) -> tuple[list[list[int]], list[list[float]]]:
+        """``complete`` with the policy's sampling; one seed drawn per batch (prompt i samples
+        with seed + i, so identical prompts differ)."""
+        seed = sampling.request_seed()
+        rows = self.complete(
+            prompts,
+            max_tokens=max_new,
+            stop_token_ids=stop_ids,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            greedy=sampling.greedy,
+            seed=seed,
+        )
+        return [r[0] for r in rows], [r[1] for r in rows]
+
+    def completion_logprobs(
+        self, prompts: Sequence[list[int]], completions: Sequence[list[int]], temperature: float
+    ) -> Any:
+        raise VLLMError(
+            "A vLLM server gives no gradients: train with the hf backend (the default) and act "
+            "through vLLM with the exported adapter."
+        )
+
+    def sync_weights(self) -> None:
+        raise VLLMError(
+            "The vllm backend does not take up new weights by itself yet: export the adapter "
+            "(`llmgym export`) and load it with VLLMServer.load_adapter."
+        )
+
+    # ---- the server's API ---------------------------------------------------------------
+
+    def complete(
         self,
         prompts: Sequence[Sequence[int]],
         *,

@@ -1,0 +1,93 @@
+"""Where the policy's model work happens, behind one interface: scoring the valid actions'
+answers, generating, recomputing log-probs with gradients for an update, and taking up new
+weights after one. ``LLMPolicy`` builds the prompts (``llmgym.agents.prompts``), samples and
+adds the action head; a backend only runs the model.
+
+- ``hf.TransformersBackend`` (default): a transformers model in this process, with the shared
+  prompt-prefix KV cache; everything, gradients included.
+- ``vllm.VLLMServer``: a running vLLM server (OpenAI-compatible API): scoring and generation
+  only (no hidden states, no gradients, no weight sync yet).
+
+Example:
+    >>> from llmgym.agents.backends.hf import TransformersBackend
+    >>> from llmgym.agents.backends.vllm import VLLMServer
+    >>> issubclass(TransformersBackend, Backend), issubclass(VLLMServer, Backend)
+    (True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass
+class Sampling:
+    """How the next token is picked in generate mode: the policy's temperature, top-p, greedy
+    switch and its own random generator (so acting is reproducible)."""
+
+    temperature: float
+    top_p: float
+    greedy: bool
+    generator: Any
+
+    def next_tokens(self, logits: Any) -> tuple[Any, Any]:
+        """Pick the next token per row of ``logits`` [B, V]: (tokens [B], their log-probs
+        under softmax(logits / temperature); top-p only narrows what is drawn)."""
+        import torch
+
+        logp = torch.log_softmax(logits / self.temperature, dim=-1)
+        if self.greedy:
+            tokens = logits.argmax(-1)
+        else:
+            probs = logp.exp()
+            if self.top_p < 1:
+                sorted_p, order = probs.sort(-1, descending=True)
+                outside = sorted_p.cumsum(-1) - sorted_p >= self.top_p
+                probs = probs.scatter(-1, order, sorted_p.masked_fill(outside, 0.0))
+            tokens = torch.multinomial(probs, 1, generator=self.generator).squeeze(-1)
+        return tokens, logp.gather(-1, tokens[:, None]).squeeze(-1)
+
+    def request_seed(self) -> int:
+        """A seed drawn from the generator, for engines that sample themselves."""
+        import torch
+
+        return int(torch.randint(2**31 - 1, (1,), generator=self.generator))
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """The model work of a policy. Token ids in, log-probs (tensors) out. A backend also
+    keeps ``stats``, a dict of token counts for throughput reports."""
+
+    def score(
+        self,
+        prompts: Sequence[list[int]],
+        candidates: Sequence[list[list[int]]],
+        *,
+        hidden: bool,
+        shared: bool,
+    ) -> tuple[Any, list[list[Any]]]:
+        """Per prompt, per candidate: the log-probs of the candidate's tokens after the prompt;
+        with ``hidden``, also the last hidden state at the last prompt token [B, H] (else
+        None). ``shared``: encode the prefix all prompts share once, without gradient.
+        Differentiable where the engine allows it and gradients are enabled."""
+
+    def generate(
+        self, prompts: Sequence[list[int]], max_new: int, stop_ids: list[int], sampling: Sampling
+    ) -> tuple[list[list[int]], list[list[float]]]:
+        """Up to ``max_new`` tokens per prompt until a stop token: (token ids, log-probs)."""
+
+    def completion_logprobs(
+        self, prompts: Sequence[list[int]], completions: Sequence[list[int]], temperature: float
+    ) -> tuple[list[Any], Any, Any]:
+        """With gradients: each completion's token log-probs under softmax(logits /
+        temperature), each one's mean token entropy [B] and the hidden state before its
+        first token [B, H]."""
+
+    def sync_weights(self) -> None:
+        """Take up the policy's current weights (after an update or a reference switch)."""
+
+
+__all__ = ["Backend", "Sampling"]

@@ -1,0 +1,82 @@
+"""What the model reads and how an answer is written, independent of any inference engine:
+chat messages, the answer start (prefill) and the token ids of each valid action's answer.
+
+Example:
+    >>> [m["role"] for m in build_messages("S", "o2", [("o1", "a1")])]
+    ['system', 'user', 'assistant', 'user']
+    >>> PREFILL + completion_text("hit", prefilled=True)
+    '{"action": "hit"}'
+    >>> completion_text("hit", prefilled=False)
+    '{"action": "hit"}'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+Message = dict[str, str]
+#: The answer start written for the model in score mode (and in generate mode by default).
+PREFILL = '{"action": "'
+THINK_SUFFIX = (
+    "\n\nFirst think step by step in at most three short sentences, then end your reply with "
+    "the JSON answer on its own line."
+)
+
+
+def build_messages(
+    system_prompt: str,
+    observation: str,
+    turns: Sequence[tuple[str, str]] = (),
+    *,
+    think: bool = False,
+    system_role: bool = True,
+) -> list[Message]:
+    """Chat messages: system prompt, past (observation, answer) turns, the observation.
+
+    Example:
+        >>> build_messages("S", "o", system_role=False)
+        [{'role': 'user', 'content': 'S\\n\\no'}]
+    """
+    system = system_prompt + (THINK_SUFFIX if think else "")
+    messages = [{"role": "system", "content": system}]
+    for obs, answer in turns:
+        messages += [{"role": "user", "content": obs}, {"role": "assistant", "content": answer}]
+    messages.append({"role": "user", "content": observation})
+    if not system_role:
+        first = messages[1]
+        messages = [{"role": "user", "content": f"{system}\n\n{first['content']}"}, *messages[2:]]
+    return messages
+
+
+def completion_text(action: str, prefilled: bool) -> str:
+    """The answer naming ``action``, as it continues the prompt: after the prefill, or whole."""
+    return f'{action}"}}' if prefilled else f'{{"action": "{action}"}}'
+
+
+def encode(tokenizer: Any, text: str) -> list[int]:
+    """Token ids of ``text`` without special tokens."""
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def candidate_ids(
+    tokenizer: Any, prompt: str, prompt_ids: list[int], action: str, prefilled: bool
+) -> list[int]:
+    """Token ids of the answer naming ``action``, as they continue ``prompt``: tokenized
+    together with the prompt when that keeps the prompt's ids, else on their own."""
+    completion = completion_text(action, prefilled)
+    joint = encode(tokenizer, prompt + completion)
+    if joint[: len(prompt_ids)] == prompt_ids and len(joint) > len(prompt_ids):
+        return joint[len(prompt_ids) :]
+    return encode(tokenizer, completion)
+
+
+__all__ = [
+    "PREFILL",
+    "THINK_SUFFIX",
+    "Message",
+    "build_messages",
+    "candidate_ids",
+    "completion_text",
+    "encode",
+]
