@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Rebuild benchmarks/results/classic: reference rows, then zero-shot smollm2-135m rows with
-# fewer episodes (the LLM acts at ~1-7 env-steps/s on a 2-core CPU). Finished episodes are
-# skipped, so rerunning resumes; delete the output folder to start over.
+# Rebuild benchmarks/results/classic: reference rows, then smollm2-135m rows (zero-shot, and the
+# policies RL trained from scratch) with fewer episodes (the LLM acts at ~1-7 env-steps/s on a
+# 2-core CPU). Finished episodes are skipped, so rerunning resumes; delete the output folder to
+# start over.
 set -euo pipefail
 OUT=${OUT:-benchmarks/results/classic}
 B="llmgym bench --seed 1000 --output $OUT"
@@ -19,11 +20,19 @@ for agent in "llm:smollm2-135m" "llm:smollm2-135m,mode=generate"; do
   fi
 done
 
+# Policies trained from scratch by benchmarks/rl_from_scratch.sh (committed weights).
+BJ="llm:smollm2-135m@benchmarks/weights/rl/blackjack-ppo-s0"
+LAKE="llm:smollm2-135m@benchmarks/weights/rl/frozenlake-slippery-ppo-s0"
+$B --envs Text-Blackjack-v1 --agents "$BJ" --episodes 200
+$B --envs Text-FrozenLake-v1 --agents "$LAKE" --episodes 20
+
 # One leaderboard over every recorded row.
 python - "$OUT" <<'PY'
 import sys
 from llmgym.bench.report import write_report
 from llmgym.bench.suites import SUITES
-agents = ["random", "optimal", "sb3-ppo", "sb3-dqn", "llm:smollm2-135m", "llm:smollm2-135m,mode=generate"]
+agents = ["random", "optimal", "sb3-ppo", "sb3-dqn", "llm:smollm2-135m", "llm:smollm2-135m,mode=generate",
+          "llm:smollm2-135m@benchmarks/weights/rl/blackjack-ppo-s0",
+          "llm:smollm2-135m@benchmarks/weights/rl/frozenlake-slippery-ppo-s0"]
 write_report(sys.argv[1], SUITES["classic"], agents, "bash benchmarks/classic_leaderboard.sh")
 PY

@@ -31,15 +31,15 @@ import numpy as np
 import llmgym  # noqa: F401  (registers the Text-* ids)
 from llmgym.agents.returns import finite_returns, mean_ci95
 from llmgym.agents.trainers import checkpoints
+from llmgym.agents.trainers.checkpointing import Checkpointing
 from llmgym.agents.trainers.distributed import Processes
 from llmgym.agents.trainers.likelihood import evaluate_cached, sequence_mean_logprob
 from llmgym.agents.trainers.logger import MetricsLogger, library_versions
 from llmgym.agents.trainers.optim import Optimizers
+from llmgym.agents.trainers.reference import LoraAndReference, as_list
 from llmgym.errors import TrainingError
 from llmgym.rollout import Episode, Step, cached, play
 
-REF_HEAD_FILE = "reference_head.safetensors"
-TRAINING_STATS = ("count", "total", "outer")  # the whitener's statistics: only for training
 EVAL_METHODS = ("auto", "exact", "sampled")
 EVAL_SEED_BASE = 1_000_000
 """Evaluation episodes use seeds ``EVAL_SEED_BASE + i``: disjoint from training seeds."""
@@ -221,12 +221,15 @@ def make_envs(env_id: str, n: int, env_kwargs: dict[str, Any] | None = None) -> 
 # The trainer
 
 
-class Trainer:
+class Trainer(LoraAndReference, Checkpointing):
     """Online RL over text envs. Subclasses implement :meth:`update`.
 
     Loop: ``collect()`` complete episodes with the current policy -> ``update(episodes)`` ->
     log -> (periodic) evaluate -> (periodic) checkpoint. ``train()`` runs it until the env-step
     or episode budget is spent; ``train(resume=True)`` continues from the newest checkpoint.
+    The other rooms: LoRA and the reference policy (``reference.py``), saving and restoring
+    (``checkpointing.py``, ``checkpoints.py``), several processes (``distributed.py``), the
+    losses (``losses.py``), the metrics log (``logger.py``), the episode loop (``llmgym.rollout``).
     """
 
     algo = "base"
@@ -319,43 +322,6 @@ class Trainer:
         random.seed(seed)
         np.random.seed(seed)
         self.torch.manual_seed(seed)
-
-    def _lora_config(self, model: Any) -> Any:
-        from peft import LoraConfig
-
-        targets = self.config.lora_target_modules
-        if targets is None:
-            targets = default_lora_targets(self.config.model)
-        layers: dict[str, Any] = {}
-        n_layers = getattr(getattr(model, "config", None), "num_hidden_layers", None)
-        if self.config.lora_layers and n_layers and self.config.lora_layers < n_layers:
-            first = n_layers - self.config.lora_layers
-            layers = {
-                "layers_to_transform": list(range(first, n_layers)),
-                "layers_pattern": "layers",
-            }
-        return LoraConfig(
-            r=self.config.lora_r,
-            lora_alpha=self.config.lora_alpha,
-            lora_dropout=self.config.lora_dropout,
-            target_modules=list(targets) if not isinstance(targets, str) else targets,
-            task_type="CAUSAL_LM",
-            **layers,
-        )
-
-    def _prepare_model(self, model: Any) -> Any:
-        if not self.config.train_backbone:
-            self._ref_model = None
-            return model.requires_grad_(False).eval()
-        if not self.config.lora:
-            self._ref_model = None
-            model.train()
-            return model
-        from peft import get_peft_model
-
-        model = get_peft_model(model, self._lora_config(model))
-        model.train()
-        return model
 
     def _make_policy(self, policy_config: Any = None) -> Any:
         from llmgym.agents.policy import LLMPolicy, PolicyConfig
@@ -450,38 +416,6 @@ class Trainer:
         finally:
             cfg.greedy = old
 
-    @contextmanager
-    def reference(self) -> Iterator[None]:
-        """Run the policy as the reference: the adapter switched off (LoRA) or the frozen copy
-        (full fine-tune), and no action head (or the one frozen by :meth:`refresh_reference`)."""
-        live_head = self.policy.head
-        self.policy.head = self._ref_head
-        try:
-            with self._reference_backbone():
-                yield
-        finally:
-            self.policy.head = live_head
-
-    @contextmanager
-    def _reference_backbone(self) -> Iterator[None]:
-        if not self.config.train_backbone:
-            yield
-            return
-        if self.config.lora:
-            with self.model.disable_adapter():
-                yield
-            return
-        if getattr(self, "_ref_model", None) is None:
-            import copy
-
-            self._ref_model = copy.deepcopy(self.model).eval().requires_grad_(False)
-        live = self.policy.model
-        self.policy.model = self._ref_model
-        try:
-            yield
-        finally:
-            self.policy.model = live
-
     def evaluate_samples(self, samples: Sequence[Any]) -> Any:
         """``policy.evaluate`` (differentiable log-probs, entropy, hidden state), through the
         shared-prefix KV cache when ``prefix_cache_grad`` is on (see :func:`evaluate_cached`)."""
@@ -497,49 +431,6 @@ class Trainer:
             with self.torch.no_grad():
                 outs.append(self.evaluate_samples(chunk))
         return outs
-
-    def reference_logprobs(self, samples: Sequence[Any]) -> Any:
-        """log pi_ref(taken | prompt) per sample; memoised per (prompt, completion) in score mode
-        with a Markov prompt (the reference only changes on a refresh)."""
-        torch = self.torch
-        keys = [sample_key(s) for s in samples]
-        missing = [i for i, k in enumerate(keys) if k not in self._ref_cache]
-        with self.reference():
-            outs = self.recompute([samples[i] for i in missing])
-        logprobs = [lp for out in outs for lp in out.logprob.tolist()]
-        for i, lp in zip(missing, logprobs, strict=True):
-            self._ref_cache[keys[i]] = lp
-        values = torch.tensor([self._ref_cache[k] for k in keys], dtype=torch.float32)
-        if self.config.mode != "score" or self.config.history:
-            self._ref_cache.clear()  # prompts rarely repeat: keep memory flat
-        return values.to(self.device)
-
-    def refresh_reference(self) -> None:
-        """Make the current policy the new reference: merge the adapter into the base weights
-        and start a fresh adapter (the merged deltas are kept so a resume can replay them)."""
-        self._ref_cache.clear()
-        if self.policy.head is not None:
-            import copy
-
-            self._ref_head = copy.deepcopy(self.policy.head).requires_grad_(False)
-        if not self.config.train_backbone:
-            return
-        if not self.config.lora:
-            self._ref_model = None
-            return
-        from peft import get_peft_model, get_peft_model_state_dict
-
-        state = {
-            k: v.detach().cpu().clone() for k, v in get_peft_model_state_dict(self.model).items()
-        }
-        self.merged_adapters.append(state)
-        base = self.model.merge_and_unload()
-        self.model = get_peft_model(base, self._lora_config(base))
-        self.model.train()
-        self.policy.model = self.model
-        if hasattr(self.policy, "clear_cache"):
-            self.policy.clear_cache()
-        self.optimizer = self._make_optimizer()
 
     # ---- the optimisation step -----------------------------------------------------------
 
@@ -912,7 +803,7 @@ class Trainer:
         if kl is not None and kl > self.config.kl_warn:
             self._warn(f"KL to the reference ran away ({kl:.2f} > {self.config.kl_warn})", "kl")
 
-    # ---- checkpoints -------------------------------------------------------------------------
+    # ---- the run's record ------------------------------------------------------------------
 
     def _save_run_info(self) -> None:
         info = {
@@ -925,220 +816,6 @@ class Trainer:
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
         (self.run_dir / "run.json").write_text(json.dumps(info, indent=2, default=str))
-
-    def save_checkpoint(self) -> Path:
-        """Adapter (safetensors) + extra modules + optimizer + RNG states + counters + config
-        (written by the main process; the others wait for it)."""
-        path = self.run_dir / "checkpoints" / f"iter_{self.iteration:06d}"
-        if self.processes.is_main:
-            self._write_checkpoint(path)
-        self.processes.wait()
-        return path
-
-    def _write_checkpoint(self, path: Path) -> None:
-        torch = self.torch
-        from safetensors.torch import save_file
-
-        tmp = path.with_name(path.name + ".tmp")
-        self._save_weights(tmp, policy_only=False)
-        if self._ref_head is not None:
-            save_file(_contiguous(self._ref_head.state_dict()), str(tmp / REF_HEAD_FILE))
-        torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
-        kind, keys, pos, has_gauss, gauss = np.random.get_state()
-        rng = {  # plain types and tensors only, so it loads with torch.load(weights_only=True)
-            "python": random.getstate(),
-            "numpy": (kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss),
-            "torch": torch.get_rng_state(),
-        }
-        if torch.cuda.is_available():
-            rng["cuda"] = torch.cuda.get_rng_state_all()
-        generator = getattr(self.policy, "generator", None)
-        if generator is not None:
-            rng["policy"] = generator.get_state()
-        torch.save(rng, tmp / "rng.pt")
-        state = self._state() | {
-            "seeds_used": self.seeds_used,
-            "skipped_updates": self.skipped_updates,
-            "ent_boost": self.ent_boost,
-            "features_frozen": self.features_frozen,
-        }
-        (tmp / "trainer_state.json").write_text(json.dumps(state | self.extra_state(), indent=2))
-        checkpoints.commit(tmp, path)  # rename-aside replacement, atomic `latest`
-
-    def save_policy(self, path: str | Path) -> Path:
-        """A small directory that restores the acting policy completely (the adapter, merged
-        adapters, the action head; no optimizer, RNG or critic): ``llm:MODEL@PATH`` and
-        :func:`~llmgym.agents.trainers.load_trained_policy` load it."""
-        path = Path(path)
-        if self.processes.is_main:
-            self._save_weights(path, policy_only=True)
-            state = self._state() | {"policy_only": True}
-            (path / "trainer_state.json").write_text(json.dumps(state, indent=2))
-        self.processes.wait()
-        return path
-
-    def _state(self) -> dict[str, Any]:
-        return {
-            "iteration": self.iteration,
-            "env_steps": self.env_steps,
-            "episodes_done": self.episodes_done,
-            "merged_adapters": len(self.merged_adapters),
-            "algo": self.algo,
-            "lora": self.config.lora,
-        }
-
-    def _save_weights(self, path: Path, policy_only: bool) -> None:
-        """The trained language-model weights, merged adapters, extra modules (a policy
-        directory keeps only the action head, without its training statistics) and config."""
-        from safetensors.torch import save_file
-
-        path.mkdir(parents=True, exist_ok=True)
-        save_file(_contiguous(self.model_state()), str(path / "model.safetensors"))
-        for i, state in enumerate(self.merged_adapters):
-            save_file(_contiguous(state), str(path / f"merged_{i:03d}.safetensors"))
-        for name, module in self.extra_modules.items():
-            if policy_only and name != "action_head":
-                continue
-            state = module.state_dict()
-            if policy_only:
-                state = {k: v for k, v in state.items() if k.split(".")[-1] not in TRAINING_STATS}
-            save_file(_contiguous(state), str(path / f"{name}.safetensors"))
-        (path / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2, default=str))
-
-    def model_state(self) -> dict[str, Any]:
-        if not self.config.train_backbone:
-            return {}
-        if self.config.lora:
-            from peft import get_peft_model_state_dict
-
-            return get_peft_model_state_dict(self.model)
-        state, seen = {}, set()
-        for key, value in self.model.state_dict().items():
-            if value.data_ptr() not in seen:  # a tied weight (lm_head = embeddings) once
-                seen.add(value.data_ptr())
-                state[key] = value
-        return state
-
-    def extra_state(self) -> dict[str, Any]:
-        """Hook: algorithm counters to checkpoint (JSON-serialisable)."""
-        return {}
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        """Hook: restore what :meth:`extra_state` saved."""
-
-    def latest_checkpoint(self) -> Path | None:
-        return checkpoints.latest(self.run_dir / "checkpoints")
-
-    def load_checkpoint(self, path: str | Path | None = None) -> None:
-        """Restore everything :meth:`save_checkpoint` wrote; the next iteration then matches
-        the uninterrupted run."""
-        import pickle
-
-        from safetensors import SafetensorError
-
-        ckpt = Path(path) if path else self.latest_checkpoint()
-        if ckpt is None or not ckpt.exists():
-            raise TrainingError(
-                f"No checkpoint to resume in {self.run_dir}; drop --resume or point --output at "
-                "an earlier run directory."
-            )
-        try:
-            self._load_checkpoint(ckpt)
-            self._seed_sampling()
-        except TrainingError:
-            raise  # already one sentence (e.g. another algo's or model's checkpoint)
-        except (
-            OSError,
-            EOFError,
-            ValueError,  # json.JSONDecodeError too
-            KeyError,
-            TypeError,
-            RuntimeError,  # torch.load, load_state_dict
-            SafetensorError,
-            pickle.UnpicklingError,  # torch.load(weights_only=True) of a cut file
-        ) as error:
-            why = (str(error).splitlines() or [type(error).__name__])[0][:200]
-            raise TrainingError(
-                f"The checkpoint {ckpt} is damaged ({type(error).__name__}: {why}); delete it to "
-                "resume from an earlier one, or start afresh without --resume."
-            ) from None
-
-    def _load_checkpoint(self, ckpt: Path) -> None:
-        """The body of :meth:`load_checkpoint`, which turns its errors into one sentence."""
-        torch = self.torch
-        from safetensors.torch import load_file
-
-        state = json.loads((ckpt / "trainer_state.json").read_text())
-        if state.get("algo") != self.algo:
-            raise TrainingError(
-                f"The checkpoint in {ckpt} was written by {state.get('algo')!r}, not "
-                f"{self.algo!r}; resume with --algo {state.get('algo')}."
-            )
-        for i in range(state.get("merged_adapters", 0)):
-            from peft import set_peft_model_state_dict
-
-            merged = load_file(str(ckpt / f"merged_{i:03d}.safetensors"))
-            set_peft_model_state_dict(self.model, merged)
-            self.merged_adapters.append(merged)
-            from peft import get_peft_model
-
-            base = self.model.merge_and_unload()
-            self.model = get_peft_model(base, self._lora_config(base))
-            self.model.train()
-            self.policy.model = self.model
-        weights = load_file(str(ckpt / "model.safetensors"), device=str(self.device))
-        if not self.config.train_backbone:
-            pass
-        elif self.config.lora:
-            from peft import set_peft_model_state_dict
-
-            set_peft_model_state_dict(self.model, weights)
-        else:
-            # Every unique tensor, and nothing the model lacks (older checkpoints stored
-            # both names of a tied weight).
-            saved, needed = set(weights), set(self.model_state())
-            if not needed <= saved <= set(self.model.state_dict()):
-                raise TrainingError(
-                    f"The checkpoint {ckpt} holds weights for another model "
-                    f"({len(needed - saved)} missing, {len(saved - set(self.model.state_dict()))} "
-                    "unexpected); resume with the model it was trained with."
-                )
-            self.model.load_state_dict(weights, strict=False)  # tied weights come along
-        policy_only = state.get("policy_only", False)
-        for name, module in self.extra_modules.items():
-            file = ckpt / f"{name}.safetensors"
-            if policy_only and not file.exists():
-                continue  # a policy directory keeps the action head only
-            module.load_state_dict(load_file(str(file)), strict=not policy_only)
-        if policy_only:
-            self.iteration, self.env_steps = state["iteration"], state["env_steps"]
-            self.episodes_done = state["episodes_done"]
-            return
-        if (ckpt / REF_HEAD_FILE).exists() and self.policy.head is not None:
-            import copy
-
-            self._ref_head = copy.deepcopy(self.policy.head).requires_grad_(False)
-            self._ref_head.load_state_dict(load_file(str(ckpt / REF_HEAD_FILE)))
-        self.optimizer = self._make_optimizer()
-        self.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
-        rng = torch.load(ckpt / "rng.pt", weights_only=True)
-        random.setstate(rng["python"])
-        kind, keys, pos, has_gauss, gauss = rng["numpy"]
-        np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
-        torch.set_rng_state(rng["torch"])
-        if "cuda" in rng and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(rng["cuda"])
-        if "policy" in rng and getattr(self.policy, "generator", None) is not None:
-            self.policy.generator.set_state(rng["policy"])
-        self.iteration = state["iteration"]
-        self.env_steps = state["env_steps"]
-        self.episodes_done = state["episodes_done"]
-        self.seeds_used = state["seeds_used"]
-        self.skipped_updates = state["skipped_updates"]
-        self.ent_boost = state.get("ent_boost", 0.0)
-        self.features_frozen = state.get("features_frozen", False)
-        self.load_extra_state(state)
-        self._ref_cache.clear()
 
 
 # --------------------------------------------------------------------------------------------
@@ -1186,25 +863,6 @@ def load_model_for(name: str, device: str = "auto") -> tuple[Any, Any]:
     return load_model(name, device=device)
 
 
-def default_lora_targets(name: str) -> Any:
-    if name == "tiny":
-        return ["q_proj", "v_proj"]
-    from llmgym.agents.models import get_model_defaults
-
-    return get_model_defaults(name).lora_target_modules
-
-
-def sample_key(sample: Any) -> tuple:
-    """Hashable identity of (prompt, taken action) of a sample."""
-    completion = getattr(sample, "completion_ids", None)
-    index = getattr(sample, "action_index", None)
-    return (
-        tuple(_as_list(sample.prompt_ids)),
-        tuple(_as_list(completion)) if completion is not None else (),
-        index,
-    )
-
-
 def rollout_metrics(episodes: list[Episode]) -> dict[str, Any]:
     """Return, length, parse rate, entropy and the action histogram of a batch of episodes."""
     steps = [s for e in episodes for s in e.steps]
@@ -1241,7 +899,7 @@ def _sample_logprob(sample: Any) -> float | None:
         lps = getattr(sample, "logprobs", None)
         if lps is None:
             return None
-        lp = sum(_as_list(lps)) if getattr(sample, "candidate_ids", None) is None else None
+        lp = sum(as_list(lps)) if getattr(sample, "candidate_ids", None) is None else None
     return float(lp) if lp is not None else None
 
 
@@ -1292,22 +950,10 @@ def _eval_metrics(ev: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def _as_list(x: Any) -> list:
-    if x is None:
-        return []
-    if hasattr(x, "tolist"):
-        x = x.tolist()
-    return list(x) if isinstance(x, (list, tuple)) else [x]
-
-
 def _chunks(items: list, size: int) -> Iterator[list]:
     size = max(1, size)
     for i in range(0, len(items), size):
         yield items[i : i + size]
-
-
-def _contiguous(state: dict[str, Any]) -> dict[str, Any]:
-    return {k: v.detach().contiguous().cpu() for k, v in state.items()}
 
 
 def _progress(enabled: bool, total: int, initial: int) -> Any:
