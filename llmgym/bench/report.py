@@ -227,7 +227,7 @@ def plot_cost(stats: Sequence[CellStats], path: Path) -> None:
     envs = list(dict.fromkeys(s.env_id for s in cells))
     agents = list(dict.fromkeys(s.agent for s in cells))
     markers = "osD^v<>pP*Xh"
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(11, 5))
     for s in cells:
         ax.scatter(
             max(s.training.env_steps, 1),
@@ -244,7 +244,7 @@ def plot_cost(stats: Sequence[CellStats], path: Path) -> None:
     ax.set_xlabel("training env steps (untrained agents at 1)")
     ax.set_ylabel("normalized score")
     ax.set_title("Normalized score against the training it cost")
-    ax.legend(fontsize="x-small", ncol=2)
+    ax.legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
