@@ -1,5 +1,6 @@
-"""Which head-only PPO recipe learns Blackjack from scratch: the exact greedy value after 2,000
-training episodes for a few variants x seeds, with the real trainer on the embedded SmolLM2-135M.
+"""Which head-only recipe (PPO, or GRPO) learns Blackjack from scratch: the exact greedy value
+after 2,000 training episodes for a few variants x seeds, with the real trainer on the embedded
+SmolLM2-135M.
 
 The language model is frozen (``train_backbone=false``), so every run sees the same features:
 the runs share one loaded model and one feature memo (the first run fills it), and a run costs
@@ -10,6 +11,8 @@ about 20 s on one CPU thread instead of 90 s. The base recipe is that of
 
     python benchmarks/head_sweep.py                         # every variant, seeds 0-5
     python benchmarks/head_sweep.py --variants sgd --seeds 0,1
+    python benchmarks/head_sweep.py --variants grpo,grpo-t1 --seeds 0,1,2 \
+        --output benchmarks/results/head_sweep_grpo.json
     python benchmarks/head_sweep.py --model tiny --episodes 80 --seeds 0   # smoke run
 """
 
@@ -25,12 +28,18 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).parent / "results" / "head_sweep.json"
-#: name -> PPOConfig overrides of the base recipe.
+#: name -> config overrides of the base recipe (``algo``: the trainer, PPO by default).
 VARIANTS: dict[str, dict[str, Any]] = {
     "adamw": {"head_optimizer": "adamw", "head_lr": 3e-3, "update_epochs": 4},
     "sgd": {"head_optimizer": "sgd", "update_epochs": 4},
     "sgd-lambda0.5": {"head_optimizer": "sgd", "update_epochs": 4, "gae_lambda": 0.5},
     "sgd-lambda0.5-epochs8": {"head_optimizer": "sgd", "update_epochs": 8, "gae_lambda": 0.5},
+    # GRPO (groups of 8 episodes on one deal; no critic): the committed recipe, then changes.
+    "grpo": {"algo": "grpo", "group_size": 8, "update_epochs": 8},
+    "grpo-head1.0": {"algo": "grpo", "group_size": 8, "update_epochs": 8, "head_lr": 1.0},
+    "grpo-head0.1": {"algo": "grpo", "group_size": 8, "update_epochs": 8, "head_lr": 0.1},
+    "grpo-t1": {"algo": "grpo", "group_size": 8, "update_epochs": 8, "temperature": 1.0},
+    "grpo-ent0.01": {"algo": "grpo", "group_size": 8, "update_epochs": 8, "ent_coef": 0.01},
 }
 BASE: dict[str, Any] = {
     "env_id": "Text-Blackjack-v1",
@@ -52,12 +61,15 @@ BASE: dict[str, Any] = {
 
 def run(loaded: Any, memo: dict, variant: str, seed: int, model: str, episodes: int) -> float:
     """The exact greedy value of one run of ``variant`` with training seed ``seed``."""
-    from llmgym.agents.trainers import make_trainer
+    from llmgym.agents.trainers import config_class, make_trainer
 
     with tempfile.TemporaryDirectory() as out:
         config = BASE | VARIANTS[variant]
+        algo = config.pop("algo", "ppo")
+        fields = set(config_class(algo).__dataclass_fields__)
+        config = {k: v for k, v in config.items() if k in fields}  # e.g. no critic rate in GRPO
         trainer = make_trainer(
-            "ppo", loaded, model=model, seed=seed, total_episodes=episodes, output_dir=out, **config
+            algo, loaded, model=model, seed=seed, total_episodes=episodes, output_dir=out, **config
         )
         trainer.policy._memo = memo  # the frozen model's features, shared by every run
         trainer.train()
