@@ -16,7 +16,10 @@ the entropy bonus and the KL term, so a collapsed policy (no informative group a
 pushed back towards exploring by the low-entropy boost (``min_entropy``). The objective is
 PPO's clipped ratio (token-level, averaged per completion in generate mode) with an optional
 KL(pi || pi_ref) penalty (k3 estimator), reference = the model with the LoRA adapter switched
-off and no action head.
+off and no action head. The policy-gradient term averages over the informative samples of the
+whole batch (of every process): each counts ``n / n_informative`` in a mean over all samples.
+(Until 2026-11-25 it averaged over each micro-batch's informative samples, a weight that
+depended on which samples met in a micro-batch.)
 
 Run it::
 
