@@ -250,8 +250,8 @@ class Trainer(LoraAndReference, Checkpointing):
             torch.set_num_threads(config.num_threads)
         self.run_dir = Path(config.output_dir)
         self._seed_everything(config.seed)  # the same in every process: the same initial weights
-        cpu = config.device == "cpu" or not (config.device != "auto" or torch.cuda.is_available())
-        self.processes = Processes.from_environment(cpu=cpu)
+        no_gpu = config.device == "auto" and not torch.cuda.is_available()
+        self.processes = Processes.from_environment(cpu=config.device == "cpu" or no_gpu)
         if model is None:
             model, tokenizer = load_model_for(config.model, self._device_name())
         self.tokenizer = tokenizer
