@@ -17,6 +17,8 @@ Example:
     [(0, 3, -3.0, True), (1, 3, -3.0, True), (2, 3, -3.0, True)]
     >>> episodes[0].steps[0].action, episodes[0].steps[0].num_actions
     ('UP', 4)
+    >>> [(e.seed, e.length, e.capped) for e in play(always_up, envs, [0, 1, 2], max_total_steps=5)]
+    [(0, 3, True), (1, 2, True)]
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ def play(
     first_index: int = 0,
     groups: Sequence[int] | None = None,
     max_steps: int | None = None,
+    max_total_steps: int | None = None,
     starts: Sequence[tuple[str, dict[str, Any]]] | None = None,
     before_act: Callable[[list[Episode]], None] | None = None,
     on_end: Callable[[int, Episode], None] | None = None,
@@ -118,7 +121,9 @@ def play(
     ``starts``: one (observation, info) per env, for envs already positioned (e.g. copies of
     an env mid-episode); they are not reset, and there must be as many seeds as envs.
     ``max_steps`` cuts an episode after that many turns (``capped``, unless the env ended it
-    on that turn). ``before_act(live)`` is
+    on that turn). ``max_total_steps`` is a budget for all episodes together: once it is spent
+    the live episodes are cut like ``max_steps`` cuts them, and episodes not yet started are
+    left out of the result (an env-step budget that is never exceeded). ``before_act(live)`` is
     called with the live episodes before each turn, ``on_end(env_index, episode)`` when an
     episode ends (before its env starts the next one).
     """
@@ -139,11 +144,29 @@ def play(
             else:
                 live[slot] = (e, *envs[slot].reset(seed=episodes[e].seed))
 
+    def cut(slot: int) -> None:
+        """End a live episode where it stands (the step budget is spent)."""
+        e, observation, info = live.pop(slot)
+        episode = episodes[e]
+        if episode.steps:
+            episode.steps[-1].truncated = episode.capped = True
+            episode.final_observation, episode.final_info = observation, info
+            if on_end is not None:
+                on_end(slot, episode)
+
     for slot in range(len(envs)):
         start(slot)
+    total = 0
     while live:
         tick = time.perf_counter()
+        if max_total_steps is not None and total + len(live) > max_total_steps:
+            pending.clear()
+            for slot in sorted(live)[max(max_total_steps - total, 0) :]:
+                cut(slot)
+            if not live:
+                break
         slots = sorted(live)
+        total += len(slots)
         if before_act is not None:
             before_act([episodes[live[s][0]] for s in slots])
         answers = act([live[s][1] for s in slots], [live[s][2] for s in slots])
@@ -170,7 +193,7 @@ def play(
             if on_end is not None:
                 on_end(slot, episodes[e])
             start(slot)
-    return episodes
+    return [e for e in episodes if e.steps]
 
 
 def cached(act: Actor, cache: dict[tuple[str, str], Any]) -> Actor:

@@ -95,6 +95,20 @@ def test_parameters_change_after_an_update(algo, tmp_path):
     assert all(torch.equal(frozen[n], after[n]) for n in frozen)  # LoRA: base weights frozen
 
 
+def test_env_step_budget_is_never_exceeded(tmp_path):
+    """The last collection stops when the budget is spent; PPO bootstraps the episodes it cut."""
+    config = FAST | dict(env_id="Text-CartPole-v1", num_envs=4, episodes_per_update=4)
+    trainer = make_trainer("ppo", total_env_steps=45, output_dir=str(tmp_path), **config)
+    cut = []
+    bootstrap = trainer._bootstrap
+    trainer._bootstrap = lambda episodes: cut.extend(e for e in episodes if e.capped) or bootstrap(
+        episodes
+    )
+    trainer.train()
+    assert trainer.env_steps == 45
+    assert cut and all(e.truncated and e.final_observation for e in cut)
+
+
 def test_kl_to_reference_is_zero_before_the_first_update(tmp_path):
     trainer = make_trainer("reinforce", total_episodes=16, output_dir=str(tmp_path), **FAST)
     episodes = trainer.collect()

@@ -489,11 +489,25 @@ class Trainer(LoraAndReference, Checkpointing):
         return seeds
 
     def collect(self) -> list[Episode]:
-        """Complete episodes for one iteration (GRPO overrides this to form groups)."""
+        """Episodes for one iteration (GRPO overrides this to form groups). They are complete
+        unless the env-step budget runs out: the last collection stops when it is spent and the
+        episodes it cuts end truncated (PPO bootstraps them from its value head)."""
         n = self.config.episodes_per_update
         with self.greedy(False):
             seeds = self.processes.shard(self.next_seeds(n))
-            return play(self.policy.act, self.envs, seeds, first_index=self.episodes_done)
+            return play(
+                self.policy.act,
+                self.envs,
+                seeds,
+                first_index=self.episodes_done,
+                max_total_steps=self._steps_left_here(),
+            )
+
+    def _steps_left_here(self) -> int:
+        """This process's share of the env steps left in the budget."""
+        left = max(self.config.total_env_steps - self.env_steps, 0)
+        num, rank = self.processes.num, self.processes.rank
+        return left // num + (rank < left % num)
 
     def update(self, episodes: list[Episode]) -> dict[str, float]:
         """Compute advantages and take the optimizer steps; return metrics."""
