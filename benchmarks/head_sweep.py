@@ -62,12 +62,14 @@ BASE: dict[str, Any] = {
 def run(loaded: Any, memo: dict, variant: str, seed: int, model: str, episodes: int) -> float:
     """The exact greedy value of one run of ``variant`` with training seed ``seed``."""
     from llmgym.agents.trainers import config_class, make_trainer
+    from llmgym.agents.trainers.config import is_key
 
     with tempfile.TemporaryDirectory() as out:
         config = BASE | VARIANTS[variant]
         algo = config.pop("algo", "ppo")
-        fields = set(config_class(algo).__dataclass_fields__)
-        config = {k: v for k, v in config.items() if k in fields}  # e.g. no critic rate in GRPO
+        config = {
+            k: v for k, v in config.items() if is_key(config_class(algo), k)
+        }  # GRPO: no critic
         trainer = make_trainer(
             algo, loaded, model=model, seed=seed, total_episodes=episodes, output_dir=out, **config
         )

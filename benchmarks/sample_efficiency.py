@@ -209,8 +209,10 @@ def read_llm_curve(env_id: str, source: str) -> Curve:
         csv_path = path / "metrics.csv"
         run = path / "run.json"  # written by `llmgym train`: the TrainConfig and the algo
         if run.is_file():
+            from llmgym.agents.trainers.config import flat_view
+
             info = json.loads(run.read_text())
-            meta = {**info.get("config", {}), "algo": info.get("algo")}
+            meta = {**flat_view(info.get("config", {})), "algo": info.get("algo")}
     elif path.suffix == ".json":
         record = json.loads(path.read_text())
         # A record's eval_episodes are the final evaluation's, not the periodic ones'.

@@ -108,6 +108,7 @@ def phase(env_id: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from llmgym.agents.trainers import make_trainer
+    from llmgym.agents.trainers.config import flat_view
 
     torch.set_num_threads(args.threads)
     episodes = args.episodes or EPISODES[env_id]
@@ -166,11 +167,11 @@ def phase(env_id: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
             }
         )
     counter.handle.remove()
-    trained_span = span_params(base, cfg.lora_layers) if cfg.train_backbone else 0
+    trained_span = span_params(base, cfg.lora.layers) if cfg.optim.train_backbone else 0
     return {
         "env_id": env_id,
         "config": name,
-        "train_config": {k: getattr(cfg, k) for k in REPORTED_FIELDS},
+        "train_config": {k: flat_view(cfg.to_dict())[k] for k in REPORTED_FIELDS},
         "setup_s": setup_s,
         "iterations": iterations,
         "params": params,

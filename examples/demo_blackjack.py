@@ -57,28 +57,30 @@ def main() -> None:
 
     start = time.perf_counter()
     print(f"Loading {args.model} (embedded, offline) ... PPO from scratch on {ENV_ID}")
-    config = config_class("ppo")(
-        env_id=ENV_ID,
-        model=args.model,
-        mode="score",
-        num_envs=8,
-        total_env_steps=10**9,
-        total_episodes=args.episodes,
-        episodes_per_update=40,
-        train_backbone=False,  # the LM stays frozen; the action head learns
-        update_epochs=8,
-        gae_lambda=0.5,  # the critic's bootstrap cuts the variance of Blackjack's returns
-        temperature=2.0,  # explore: zero-shot the model always hits
-        ent_coef=0.05,
-        anneal_lr=True,  # small last updates: the final policy is not its last batch's noise
-        value_lr=3e-3,
-        eval_every=10,
-        seed=args.seed,
-        output_dir=args.output,
-        num_threads=args.threads,
-        progress=True,
+    config = config_class("ppo").build(
+        dict(
+            env_id=ENV_ID,
+            model=args.model,
+            mode="score",
+            num_envs=8,
+            total_env_steps=10**9,
+            total_episodes=args.episodes,
+            episodes_per_update=40,
+            train_backbone=False,  # the LM stays frozen; the action head learns
+            update_epochs=8,
+            gae_lambda=0.5,  # the critic's bootstrap cuts the variance of Blackjack's returns
+            temperature=2.0,  # explore: zero-shot the model always hits
+            ent_coef=0.05,
+            anneal_lr=True,  # small last updates: the final policy is not its last batch's noise
+            value_lr=3e-3,
+            eval_every=10,
+            seed=args.seed,
+            output_dir=args.output,
+            num_threads=args.threads,
+            progress=True,
+        )
     )
-    model, tokenizer = load_model_for(config.model)
+    model, tokenizer = load_model_for(config.policy.model)
     trainer = trainer_class("ppo")(config, model=model, tokenizer=tokenizer)
     before = trainer.evaluate_exact()["mean_return"]
     print(f"zero-shot greedy policy, exact expected return: {before:+.4f}")

@@ -187,18 +187,18 @@ class Agent(ABC):
         if trainer is not None:
             return trainer
         from llmgym.agents.trainers import config_class, trainer_class
+        from llmgym.agents.trainers.config import is_key
 
         options = {self._OPTION_ALIASES.get(k, k): v for k, v in self.train_options.items()}
         algo = options.pop("algo", "ppo")
         cls = config_class(algo)
-        fields = set(cls.__dataclass_fields__)
-        values = {k: v for k, v in options.items() if k in fields}
+        values = {k: v for k, v in options.items() if is_key(cls, k)}
         values.update(env_id="", mode=self.policy.config.mode, progress=False)
         values.setdefault("output_dir", "runs/agent")
         values.setdefault("minibatch_size", int(self.train_options.get("batch_size", 8)))
         values.setdefault("micro_batch_size", values["minibatch_size"])
         self._trainer = trainer_class(algo)(
-            cls(**values),
+            cls.build(values),
             model=self.model,
             tokenizer=self.tokenizer,
             policy_config=self.policy.config,

@@ -34,6 +34,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -95,12 +96,12 @@ def export_run(run: str | Path, out: str | Path, *, merge: bool = False) -> Path
         )
     if merge:
         _write_merged(trainer, out)
-    elif not config.train_backbone:
+    elif not config.optim.train_backbone:
         raise ExportError(
             "The run did not train the language model, so there is no adapter to export; "
             "pass --merge to write the (unchanged) model."
         )
-    elif not config.lora:
+    elif not config.lora.enabled:
         raise ExportError(
             "The run fine-tuned all weights, which no adapter can hold; pass --merge to write "
             "the whole model."
@@ -110,15 +111,21 @@ def export_run(run: str | Path, out: str | Path, *, merge: bool = False) -> Path
     info = {
         "kind": "merged" if merge else "peft_adapter",
         "run": str(Path(run).resolve()),
-        "base_model": config.model,
+        "base_model": config.policy.model,
         "algo": trainer.algo,
         "iteration": trainer.iteration,
         "env_steps": trainer.env_steps,
-        "env_id": config.env_id,
-        "policy": {"mode": config.mode, **config.policy_kwargs},
+        "env_id": config.run.env_id,
+        "policy": _acting_fields(config.policy.acting()),
     }
     (out / INFO_FILE).write_text(json.dumps(info, indent=2))
     return out
+
+
+def _acting_fields(policy_config: Any) -> dict[str, Any]:
+    """How the trained policy acts (its ``PolicyConfig`` without the per-call greedy/seed)."""
+    values = dataclasses.asdict(policy_config)
+    return {k: v for k, v in values.items() if k not in ("greedy", "seed")}
 
 
 def _write_adapter(trainer: Any, out: Path) -> None:
@@ -132,7 +139,7 @@ def _write_adapter(trainer: Any, out: Path) -> None:
     lora = copy.deepcopy(trainer.model.peft_config["default"])
     lora.r *= len(states)
     lora.lora_alpha *= len(states)
-    name = trainer.config.model
+    name = trainer.config.policy.model
     lora.base_model_name_or_path = get_model_defaults(name).hub_id if name != "tiny" else name
     out.mkdir(parents=True, exist_ok=True)
     lora.save_pretrained(str(out))

@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -74,15 +73,18 @@ def check_cache() -> None:
 
 
 def check_overrides(cls: type, overrides: dict[str, Any]) -> None:
-    """``--set KEY=VALUE``: known fields, with values of the default's type."""
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(overrides) - set(fields))
+    """``--set KEY=VALUE``: known keys (dotted or flat), with values of the default's type."""
+    from llmgym.agents.trainers.config import default_value, is_key
+
+    unknown = sorted(k for k in overrides if not is_key(cls, k))
     if unknown:
-        raise fail(f"Unknown config field(s) {', '.join(unknown)}; see {cls.__name__}.")
+        raise fail(
+            f"Unknown config key(s) {', '.join(unknown)}; see {cls.__name__} "
+            "(sections run, policy, lora, optim, sft, eval: --set policy.temperature=0.7)."
+        )
     for key, value in overrides.items():
-        field = fields[key]
-        default = field.default
-        if default is dataclasses.MISSING or default is None:
+        default = default_value(cls, key)
+        if default is None:
             continue
         if isinstance(default, bool):
             ok = isinstance(value, bool)

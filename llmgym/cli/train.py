@@ -11,7 +11,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import shlex
@@ -127,6 +126,7 @@ def train(
     check_overrides(cls, overrides)
     check_env_kwargs(env_id, values["env_kwargs"])
     values |= overrides
+    build = cls.build
     if resume and (Path(output) / "run.json").exists():  # the run's own config, new budget
         try:
             saved = json.loads((Path(output) / "run.json").read_text())["config"]
@@ -138,8 +138,11 @@ def train(
             "progress": not no_progress,
             "output_dir": output,  # the run may have been moved or copied
         }
-        values = dataclasses.asdict(cls.from_dict(saved | budget))
-    config = cls(**values)
+        values, build = saved | budget, cls.from_dict
+    try:
+        config = build(values)
+    except (LLMGymError, ValueError) as error:
+        raise fail(str(error)) from None
     command = "llmgym " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     start = time.perf_counter()
     try:
@@ -148,8 +151,9 @@ def train(
         processes = f", {trainer.processes.num} processes" if trainer.processes.num > 1 else ""
         if main:
             console.print(
-                f"[bold]{algo.upper()}[/] on {env_id} with {config.model} ({config.mode} mode, "
-                f"{_trained(config)}), {config.num_envs} envs{processes}, "
+                f"[bold]{algo.upper()}[/] on {env_id} with {config.policy.model} "
+                f"({config.policy.mode} mode, "
+                f"{_trained(config)}), {config.run.num_envs} envs{processes}, "
                 f"budget {_budget(config)} -> {output}"
             )
         start_value = _start_value(trainer, Path(output), final_eval_episodes, resume)
@@ -162,14 +166,14 @@ def train(
         return
     wall = time.perf_counter() - start
     seeds = range(EVAL_SEED_BASE, EVAL_SEED_BASE + final_eval_episodes)
-    refs = _baselines(env_id, config.env_kwargs, seeds)
+    refs = _baselines(env_id, config.run.env_kwargs, seeds)
     result = {
         "env_id": env_id,
-        "env_kwargs": config.env_kwargs,
+        "env_kwargs": config.run.env_kwargs,
         "model": model,
         "algo": algo,
         "mode": mode,
-        "sft": config.sft,
+        "sft": config.sft.source,
         "resumed": resume,
         "env_steps": trainer.env_steps,
         "episodes": trainer.episodes_done,
@@ -179,7 +183,7 @@ def train(
         "start_value": start_value["mean_return"],
         # The same evaluation right after the SFT warm start (the RL run's own starting point).
         "sft_value": trainer.first_eval["mean_return"]
-        if config.sft != "none" and trainer.first_eval
+        if config.sft.source != "none" and trainer.first_eval
         else None,
         "eval_value": final["mean_return"],
         "eval_ci95": final["ci95"],
@@ -222,16 +226,16 @@ def train(
 
 
 def _trained(config: Any) -> str:
-    head = " + action head" if config.action_head and config.mode == "score" else ""
-    if not config.train_backbone:
+    head = " + action head" if config.policy.action_head and config.policy.mode == "score" else ""
+    if not config.optim.train_backbone:
         return f"frozen LM{head}"
-    return ("LoRA" if config.lora else "full fine-tune") + head
+    return ("LoRA" if config.lora.enabled else "full fine-tune") + head
 
 
 def _budget(config: Any) -> str:
-    if config.total_episodes:
-        return f"{config.total_episodes} episodes"
-    return f"{config.total_env_steps} env steps"
+    if config.run.total_episodes:
+        return f"{config.run.total_episodes} episodes"
+    return f"{config.run.total_env_steps} env steps"
 
 
 def _start_value(trainer: Any, run_dir: Path, episodes: int, resume: bool) -> dict[str, Any]:

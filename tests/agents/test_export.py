@@ -45,7 +45,7 @@ def _train(run_dir: Path, **config) -> Path:
     settings = FAST | {"total_episodes": 16, "output_dir": str(run_dir)} | config
     trainer = make_trainer("reinforce", **settings)
     trainer.train()
-    if trainer.config.lora and trainer.config.train_backbone:
+    if trainer.config.lora.enabled and trainer.config.optim.train_backbone:
         trainer.refresh_reference()
     for _ in range(2):
         trainer.run_iteration()

@@ -11,9 +11,11 @@ from llmgym.errors import TrainingError
 def test_configs_saved_before_head_optimizer_resume_with_adamw():
     cls = config_class("ppo")
     values = cls().to_dict()
-    del values["head_optimizer"]
-    assert cls.from_dict(values).head_optimizer == "adamw"
-    assert cls().head_optimizer == "sgd"
+    del values["optim"]["head_optimizer"]
+    assert cls.from_dict(values).optim.head_optimizer == "adamw"
+    flat = {"model": "tiny", "temperature": 2.0}  # a flat config of before the sections
+    assert cls.from_dict(flat).optim.head_optimizer == "adamw"
+    assert cls().optim.head_optimizer == "sgd"
 
 
 def test_a_single_optimizer_state_restores_into_optimizers():

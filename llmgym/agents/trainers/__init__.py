@@ -46,9 +46,10 @@ def trainer_class(algo: str) -> type:
 
 
 def make_trainer(algo: str, loaded: tuple[Any, Any] | None = None, **config: Any) -> Any:
-    """``make_trainer("grpo", env_id="Text-Blackjack-v1", total_env_steps=500)``; ``loaded``
-    passes an already loaded ``(model, tokenizer)`` instead of loading ``config["model"]``."""
-    cfg = config_class(algo)(**config)
+    """``make_trainer("grpo", env_id="Text-Blackjack-v1", total_env_steps=500)`` (keys as
+    ``TrainConfig.build`` takes them: flat, dotted or sections); ``loaded`` passes an already
+    loaded ``(model, tokenizer)`` instead of loading the configured model."""
+    cfg = config_class(algo).build(config)
     model, tokenizer = loaded if loaded is not None else (None, None)
     return trainer_class(algo)(cfg, model=model, tokenizer=tokenizer)
 

@@ -21,7 +21,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ import llmgym  # noqa: F401  (registers the Text-* ids)
 from llmgym.agents.returns import finite_returns, mean_ci95
 from llmgym.agents.trainers import checkpoints
 from llmgym.agents.trainers.checkpointing import Checkpointing
+from llmgym.agents.trainers.config import EVAL_METHODS, TrainConfig
 from llmgym.agents.trainers.distributed import Processes
 from llmgym.agents.trainers.likelihood import evaluate_cached, sequence_mean_logprob
 from llmgym.agents.trainers.logger import MetricsLogger, library_versions
@@ -40,170 +41,8 @@ from llmgym.agents.trainers.reference import LoraAndReference, as_list
 from llmgym.errors import TrainingError
 from llmgym.rollout import Episode, Step, cached, play
 
-EVAL_METHODS = ("auto", "exact", "sampled")
 EVAL_SEED_BASE = 1_000_000
 """Evaluation episodes use seeds ``EVAL_SEED_BASE + i``: disjoint from training seeds."""
-
-
-@dataclass
-class TrainConfig:
-    """Fields shared by every trainer. Defaults are sized for a 2-core laptop CPU."""
-
-    env_id: str = "Text-Blackjack-v1"
-    """Text env to train in (``llmgym envs`` lists them)."""
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Keyword arguments for ``gym.make`` (base-env kwargs such as ``is_slippery=False``)."""
-    model: str = "smollm2-135m"
-    """Model short name, Hub id or local directory (``tiny`` = random tiny Llama for tests)."""
-    mode: str = "score"
-    """Policy mode: ``score`` (rank the valid actions, always valid) or ``generate``."""
-    num_envs: int = 8
-    """K envs stepped in lockstep; every policy call is one batch of up to K observations."""
-    total_env_steps: int = 3000
-    """Stop after this many env steps (whichever of this and ``total_episodes`` comes first)."""
-    total_episodes: int = 0
-    """Stop after this many training episodes (0 = no episode limit)."""
-    episodes_per_update: int = 32
-    """Complete episodes collected per iteration (each iteration ends with one update)."""
-    learning_rate: float = 5e-4
-    """AdamW learning rate (LoRA weights tolerate large rates; use ~1e-5 for full fine-tune)."""
-    weight_decay: float = 0.0
-    """AdamW weight decay."""
-    max_grad_norm: float = 1.0
-    """Clip the global gradient norm to this value."""
-    minibatch_size: int = 32
-    """Samples (turns) per optimizer step."""
-    micro_batch_size: int = 16
-    """Samples per forward/backward pass; ``minibatch_size / micro_batch_size`` accumulation
-    steps make one optimizer step (lower it to save memory)."""
-    lora: bool = True
-    """Train a LoRA adapter (the reference policy is the adapter switched off); False = full
-    fine-tune (the reference is then a frozen copy, only built when a KL term needs it)."""
-    lora_r: int = 16
-    """LoRA rank."""
-    lora_alpha: int = 32
-    """LoRA scaling numerator (scale = alpha / r)."""
-    lora_dropout: float = 0.0
-    """LoRA dropout (0 keeps logprobs of a sample identical between rollout and update)."""
-    lora_target_modules: list[str] | None = None
-    """Modules LoRA adapts; None = the model registry's default for this model."""
-    lora_layers: int = 8
-    """LoRA only in the last N transformer layers (0 = all layers). Backward then stops below
-    them: ~3x cheaper updates on CPU, enough capacity for small action spaces."""
-    temperature: float = 1.0
-    """Sampling temperature while collecting training rollouts."""
-    action_head: bool = True
-    """Score mode: add a zero-initialised action head on the hidden state at the answer
-    position to the candidates' LM scores (``llmgym.agents.action_head``): updates that
-    differ by state. The policy at initialisation is the language model's."""
-    train_backbone: bool = True
-    """Train the language model (LoRA or full). False: it stays frozen, only the heads learn,
-    and each distinct prompt's features are computed once and reused (memoised)."""
-    head_optimizer: str = "sgd"
-    """Optimizer of the action head: ``sgd`` (a step that follows the gradient's size;
-    ``llmgym.agents.trainers.optim``) or ``adamw`` (as the other weights)."""
-    head_lr: float | None = None
-    """Learning rate of the action head (default: 0.3 with SGD, 3e-3 with AdamW)."""
-    anneal_lr: bool = False
-    """Decay every learning rate linearly to 0 over the budget (as CleanRL's PPO): the last
-    updates are small, so the final policy is not the noise of its last batches."""
-    head_whiten_eps: float = 0.3
-    """Ridge of the head's feature whitening, relative to the mean feature variance."""
-    min_entropy: float = 0.05
-    """When the policy's mean entropy (nats) falls below this, the entropy bonus doubles every
-    update (from 0.01, at most 1) until it recovers, then decays back (0 = off)."""
-    history: int = 0
-    """Previous turns shown to the policy (0 = Markov prompt: system + current observation)."""
-    max_new_tokens: int = 24
-    """Generate mode: longest completion."""
-    policy_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Extra ``PolicyConfig`` fields (e.g. ``normalization``, ``think``, ``prefill``)."""
-    eval_every: int = 5
-    """Evaluate every this many iterations (0 = only at the start and the end)."""
-    eval_episodes: int = 100
-    """Episodes per periodic evaluation (seeds ``1_000_000 + i``; the final report uses more)."""
-    eval_greedy: bool = True
-    """Evaluate the greedy (arg-max) policy rather than sampling."""
-    eval_method: str = "auto"
-    """``exact``: the greedy policy's expected return from the env's transition model
-    (Blackjack, FrozenLake, Taxi, CliffWalking; ``llmgym.agents.exact``); ``sampled``: mean
-    over evaluation episodes; ``auto``: exact where the env allows it (greedy, Markov prompt)."""
-    checkpoint_every: int = 10
-    """Save a checkpoint every this many iterations (and always at the end)."""
-    seed: int = 0
-    """Seed for torch/numpy/python RNGs; the i-th training env seed is ``seed * 100_003 + i``."""
-    device: str = "auto"
-    """``auto``, ``cpu``, ``cuda`` or ``mps``."""
-    output_dir: str = "runs/default"
-    """Run directory: config, metrics.csv, TensorBoard events, checkpoints, plot."""
-    sft: str = "none"
-    """Warm start: ``none``, ``auto`` (demos from an expert on this env) or a JSONL file."""
-    sft_episodes: int = 200
-    """``sft=auto``: expert episodes rolled out through the describer for demos."""
-    sft_epochs: int = 8
-    """Passes over the SFT demos."""
-    sft_batch_size: int = 8
-    """Demos per SFT optimizer step (small batches, many steps: the demo set is small)."""
-    sft_learning_rate: float = 3e-3
-    """Learning rate for the SFT warm start (a fresh optimizer; RL gets its own)."""
-    reference_after_sft: bool = True
-    """After the SFT warm start, the warm-started policy becomes the KL reference (LoRA: the
-    adapter is merged into the weights and a fresh one starts), as in SFT-then-RL pipelines."""
-    sft_during_rl: float = 0.0
-    """Weight of a continued SFT loss on recent successful episodes during RL (0 = off)."""
-    collapse_warn: bool = True
-    """Warn when the action distribution collapses, entropy falls to ~0 or KL runs away."""
-    kl_warn: float = 2.0
-    """KL to the reference above which a run-away warning is printed."""
-    log_every: int = 1
-    """Write metrics every this many iterations."""
-    prefix_cache_grad: bool = True
-    """Score mode: the update reuses the KV cache of the prompt prefix all samples share (the
-    system prompt), computed without gradient under the current weights; gradients flow
-    through the observation and action tokens only. 3-6x cheaper updates on CPU."""
-    num_threads: int = 0
-    """torch CPU threads (0 = torch's default; 1 is faster on a CPU shared with other jobs)."""
-    progress: bool = True
-    """Show a progress bar."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self) | {"algo": getattr(self, "algo", "")}
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
-        """A saved config (``to_dict``); fields it predates take the values that reproduce
-        the run as it was (``LEGACY_DEFAULTS``), others their defaults."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        values = LEGACY_DEFAULTS | values
-        return cls(**{k: v for k, v in values.items() if k in names})
-
-
-#: Values of fields added after runs were saved, for configs that lack them: what those runs
-#: used (the head's optimizer was AdamW before ``head_optimizer`` existed).
-LEGACY_DEFAULTS: dict[str, Any] = {"head_optimizer": "adamw"}
-#: ``head_optimizer`` choices and their default learning rates.
-HEAD_OPTIMIZERS = {"sgd": 0.3, "adamw": 3e-3}
-
-
-def head_lr(config: TrainConfig) -> float:
-    """The action head's learning rate: ``head_lr``, else its optimizer's default.
-
-    Example:
-        >>> head_lr(TrainConfig()), head_lr(TrainConfig(head_optimizer="adamw"))
-        (0.3, 0.003)
-    """
-    if config.head_optimizer not in HEAD_OPTIMIZERS:
-        raise TrainingError(
-            f"head_optimizer must be one of {', '.join(HEAD_OPTIMIZERS)}, "
-            f"not {config.head_optimizer!r}."
-        )
-    if config.head_lr is None:
-        return HEAD_OPTIMIZERS[config.head_optimizer]
-    if isinstance(config.head_lr, bool) or not isinstance(config.head_lr, (int, float)):
-        raise TrainingError(f"head_lr must be a number, not {config.head_lr!r}.")
-    if not math.isfinite(config.head_lr) or config.head_lr <= 0:
-        raise TrainingError(f"head_lr must be a positive number, not {config.head_lr!r}.")
-    return float(config.head_lr)
 
 
 # --------------------------------------------------------------------------------------------
@@ -245,32 +84,36 @@ class Trainer(LoraAndReference, Checkpointing):
 
         self.torch = torch
         self.config = config
-        head_lr(config)  # a bad head_optimizer fails before the model loads
-        if config.num_threads > 0:
-            torch.set_num_threads(config.num_threads)
-        self.run_dir = Path(config.output_dir)
-        self._seed_everything(config.seed)  # the same in every process: the same initial weights
-        no_gpu = config.device == "auto" and not torch.cuda.is_available()
-        self.processes = Processes.from_environment(cpu=config.device == "cpu" or no_gpu)
+        config.optim.head_rate()  # a bad head_optimizer fails before the model loads
+        if config.run.num_threads > 0:
+            torch.set_num_threads(config.run.num_threads)
+        self.run_dir = Path(config.run.output_dir)
+        self._seed_everything(
+            config.run.seed
+        )  # the same in every process: the same initial weights
+        no_gpu = config.run.device == "auto" and not torch.cuda.is_available()
+        self.processes = Processes.from_environment(cpu=config.run.device == "cpu" or no_gpu)
         if model is None:
-            model, tokenizer = load_model_for(config.model, self._device_name())
+            model, tokenizer = load_model_for(config.policy.model, self._device_name())
         self.tokenizer = tokenizer
         self.device = next(model.parameters()).device
         self.model = self._prepare_model(model)
         self.policy = self._make_policy(policy_config)
         # No env_id: the trainer only updates on episodes handed to it (llmgym.Agent).
         self.envs = (
-            make_envs(config.env_id, config.num_envs, config.env_kwargs) if config.env_id else []
+            make_envs(config.run.env_id, config.run.num_envs, config.run.env_kwargs)
+            if config.run.env_id
+            else []
         )
         # Evaluation runs under the registered step limit, on held-out problems where split.
-        self.eval_kwargs = evaluation_kwargs(config.env_kwargs)
+        self.eval_kwargs = evaluation_kwargs(config.run.env_kwargs)
         self.eval_envs = self.envs
-        if config.env_id and self.eval_kwargs != config.env_kwargs:
-            self.eval_envs = make_envs(config.env_id, config.num_envs, self.eval_kwargs)
-        if self.processes.num > config.episodes_per_update:
+        if config.run.env_id and self.eval_kwargs != config.run.env_kwargs:
+            self.eval_envs = make_envs(config.run.env_id, config.run.num_envs, self.eval_kwargs)
+        if self.processes.num > config.run.episodes_per_update:
             raise TrainingError(
                 f"{self.processes.num} processes need at least as many episodes per update, "
-                f"not {config.episodes_per_update}."
+                f"not {config.run.episodes_per_update}."
             )
         self.iteration = 0
         self.env_steps = 0
@@ -289,25 +132,25 @@ class Trainer(LoraAndReference, Checkpointing):
         self.first_eval: dict[str, Any] | None = None  # the iteration-0 evaluation of train()
         if self.policy.head is not None:
             self.extra_modules["action_head"] = self.policy.head
-            self.module_lr["action_head"] = head_lr(config)
+            self.module_lr["action_head"] = config.optim.head_rate()
         self.setup()
         self.optimizer = self._make_optimizer()
         self.logger: MetricsLogger | None = None
         self._seed_sampling()
 
     def _device_name(self) -> str:
-        """``config.device``; with several GPU processes, this process's own GPU."""
+        """``config.run.device``; with several GPU processes, this process's own GPU."""
         accelerator = self.processes.accelerator
-        if accelerator is not None and self.config.device == "auto":
+        if accelerator is not None and self.config.run.device == "auto":
             return str(accelerator.device)
-        return self.config.device
+        return self.config.run.device
 
     def _seed_sampling(self) -> None:
         """With several processes, a sampling stream of its own for each (from the seed, the
         iteration and the rank); one process keeps the stream its seed started."""
         if self.processes.num > 1:
             rank, iteration = self.processes.rank, self.iteration
-            seed = self.config.seed * 1_000_003 + iteration * 1009 + rank + 1
+            seed = self.config.run.seed * 1_000_003 + iteration * 1009 + rank + 1
             self._seed_everything(seed)
             generator = getattr(self.policy, "generator", None)
             if generator is not None:
@@ -324,34 +167,23 @@ class Trainer(LoraAndReference, Checkpointing):
         self.torch.manual_seed(seed)
 
     def _make_policy(self, policy_config: Any = None) -> Any:
-        from llmgym.agents.policy import LLMPolicy, PolicyConfig
+        from llmgym.agents.policy import LLMPolicy
 
         head = self._make_head()
-        memoize = not self.config.train_backbone
-        if policy_config is not None:
-            return LLMPolicy(self.model, self.tokenizer, policy_config, head=head, memoize=memoize)
-        names = {f.name for f in dataclasses.fields(PolicyConfig)}
-        kwargs = dict(
-            mode=self.config.mode,
-            history=self.config.history,
-            temperature=self.config.temperature,
-            max_new_tokens=self.config.max_new_tokens,
-        )
-        kwargs = {k: v for k, v in kwargs.items() if k in names} | self.config.policy_kwargs
-        return LLMPolicy(
-            self.model, self.tokenizer, PolicyConfig(**kwargs), head=head, memoize=memoize
-        )
+        memoize = not self.config.optim.train_backbone
+        policy_config = policy_config or self.config.policy.acting()
+        return LLMPolicy(self.model, self.tokenizer, policy_config, head=head, memoize=memoize)
 
     def _make_head(self) -> Any:
         """The action head (score mode with ``action_head`` on), else None."""
-        if not self.config.action_head or self.config.mode != "score":
+        if not self.config.policy.action_head or self.config.policy.mode != "score":
             return None
         from llmgym.agents.action_head import ActionHead
 
         base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
         hidden = base.config.hidden_size
         embed = base.get_input_embeddings().weight.shape[1]
-        return ActionHead(hidden, embed, self.config.head_whiten_eps).to(self.device)
+        return ActionHead(hidden, embed, self.config.policy.head_whiten_eps).to(self.device)
 
     def trainable_parameters(self) -> list[Any]:
         params = [p for p in self.model.parameters() if p.requires_grad]
@@ -364,24 +196,24 @@ class Trainer(LoraAndReference, Checkpointing):
         group per extra module at its own rate (``module_lr``); the action head in its own
         SGD when ``head_optimizer`` is ``sgd``."""
         torch = self.torch
-        lr = lr or self.config.learning_rate
+        lr = lr or self.config.optim.learning_rate
         groups = [{"params": [p for p in self.model.parameters() if p.requires_grad], "lr": lr}]
         sgd = []
         for name, module in self.extra_modules.items():
             params = [p for p in module.parameters() if p.requires_grad]
             group = {"params": params, "lr": self.module_lr.get(name, lr)}
-            own = name == "action_head" and self.config.head_optimizer == "sgd"
+            own = name == "action_head" and self.config.optim.head_optimizer == "sgd"
             (sgd if own else groups).append(group)
         for group in groups + sgd:
             group["initial_lr"] = group["lr"]
-        optimizers = [torch.optim.AdamW(groups, weight_decay=self.config.weight_decay)]
+        optimizers = [torch.optim.AdamW(groups, weight_decay=self.config.optim.weight_decay)]
         if sgd:
             optimizers.append(torch.optim.SGD(sgd))
         return Optimizers(optimizers)
 
     def _anneal(self) -> None:
         """``anneal_lr``: every group's rate at ``(1 - spent / budget)`` of its initial one."""
-        if not self.config.anneal_lr or not self.envs:
+        if not self.config.optim.anneal_lr or not self.envs:
             return
         frac = max(0.0, 1.0 - self._spent() / max(self._budget(), 1))
         for group in self.optimizer.param_groups:
@@ -419,7 +251,7 @@ class Trainer(LoraAndReference, Checkpointing):
     def evaluate_samples(self, samples: Sequence[Any]) -> Any:
         """``policy.evaluate`` (differentiable log-probs, entropy, hidden state), through the
         shared-prefix KV cache when ``prefix_cache_grad`` is on (see :func:`evaluate_cached`)."""
-        if self.config.prefix_cache_grad:
+        if self.config.optim.prefix_cache_grad:
             return evaluate_cached(self.policy, list(samples))
         return self.policy.evaluate(list(samples))
 
@@ -427,7 +259,7 @@ class Trainer(LoraAndReference, Checkpointing):
         """``evaluate_samples`` without autograd, ``micro_batch_size`` samples at a time: the
         log-probs and hidden states of rollouts under the current weights, one output per chunk."""
         outs = []
-        for chunk in _chunks(list(samples), self.config.micro_batch_size):
+        for chunk in _chunks(list(samples), self.config.optim.micro_batch_size):
             with self.torch.no_grad():
                 outs.append(self.evaluate_samples(chunk))
         return outs
@@ -450,7 +282,7 @@ class Trainer(LoraAndReference, Checkpointing):
         n = self.processes.sum([len(indices)])[0]  # the minibatch over all processes
         totals: dict[str, float] = {}
         finite = True
-        for micro in _chunks(list(indices), self.config.micro_batch_size):
+        for micro in _chunks(list(indices), self.config.optim.micro_batch_size):
             loss, stats = loss_fn(micro)
             finite = bool(torch.isfinite(loss))
             if not finite:
@@ -465,7 +297,7 @@ class Trainer(LoraAndReference, Checkpointing):
             totals = dict(zip(names, self.processes.sum([totals.get(k, 0.0) for k in names])))
         params = self.trainable_parameters()
         self.processes.sum_gradients(params)
-        norm = torch.nn.utils.clip_grad_norm_(params, self.config.max_grad_norm)
+        norm = torch.nn.utils.clip_grad_norm_(params, self.config.optim.max_grad_norm)
         if not torch.isfinite(norm):
             return self._skip("non-finite gradient")
         self.optimizer.step()
@@ -483,7 +315,7 @@ class Trainer(LoraAndReference, Checkpointing):
 
     def next_seeds(self, n: int) -> list[int]:
         """Env seeds of the next ``n`` training episodes (deterministic in the episode index)."""
-        base = self.config.seed * 100_003
+        base = self.config.run.seed * 100_003
         seeds = [base + self.seeds_used + i for i in range(n)]
         self.seeds_used += n
         return seeds
@@ -492,7 +324,7 @@ class Trainer(LoraAndReference, Checkpointing):
         """Episodes for one iteration (GRPO overrides this to form groups). They are complete
         unless the env-step budget runs out: the last collection stops when it is spent and the
         episodes it cuts end truncated (PPO bootstraps them from its value head)."""
-        n = self.config.episodes_per_update
+        n = self.config.run.episodes_per_update
         with self.greedy(False):
             seeds = self.processes.shard(self.next_seeds(n))
             return play(
@@ -505,7 +337,7 @@ class Trainer(LoraAndReference, Checkpointing):
 
     def _steps_left_here(self) -> int:
         """This process's share of the env steps left in the budget."""
-        left = max(self.config.total_env_steps - self.env_steps, 0)
+        left = max(self.config.run.total_env_steps - self.env_steps, 0)
         num, rank = self.processes.num, self.processes.rank
         return left // num + (rank < left % num)
 
@@ -518,32 +350,32 @@ class Trainer(LoraAndReference, Checkpointing):
         or the greedy policy's exact expected return (``eval_method``)."""
         if self.uses_exact_eval():
             return self.evaluate_exact()
-        n = episodes or self.config.eval_episodes
+        n = episodes or self.config.eval.episodes
         return evaluate_policy(
             self.policy,
             self.eval_envs,
             [seed_base + i for i in range(n)],
-            greedy=self.config.eval_greedy,
-            markov=self.config.history == 0,
+            greedy=self.config.eval.greedy,
+            markov=self.config.policy.history == 0,
         )
 
     def uses_exact_eval(self) -> bool:
         """Whether :meth:`evaluate` computes the exact value (see ``eval_method``)."""
         cfg = self.config
-        if cfg.eval_method not in EVAL_METHODS:
+        if cfg.eval.method not in EVAL_METHODS:
             raise TrainingError(
-                f"eval_method must be one of {', '.join(EVAL_METHODS)}, not {cfg.eval_method!r}."
+                f"eval_method must be one of {', '.join(EVAL_METHODS)}, not {cfg.eval.method!r}."
             )
-        if cfg.eval_method == "sampled" or not cfg.env_id:
+        if cfg.eval.method == "sampled" or not cfg.run.env_id:
             return False
         from llmgym.agents.exact import supports_exact
 
-        possible = supports_exact(cfg.env_id, self.eval_kwargs)
-        possible = possible and cfg.eval_greedy and cfg.history == 0
-        if cfg.eval_method == "exact" and not possible:
+        possible = supports_exact(cfg.run.env_id, self.eval_kwargs)
+        possible = possible and cfg.eval.greedy and cfg.policy.history == 0
+        if cfg.eval.method == "exact" and not possible:
             raise TrainingError(
                 f"Exact evaluation needs a greedy Markov policy on an env with a known model "
-                f"(Blackjack, FrozenLake, Taxi, CliffWalking), not {cfg.env_id}; use "
+                f"(Blackjack, FrozenLake, Taxi, CliffWalking), not {cfg.run.env_id}; use "
                 "eval_method=sampled."
             )
         return possible
@@ -556,7 +388,7 @@ class Trainer(LoraAndReference, Checkpointing):
             return [s.text for s in self.policy.act(observations, infos)]
 
         with self.greedy(True), self.torch.no_grad():
-            result = exact_value(self.config.env_id, act, self.eval_kwargs)
+            result = exact_value(self.config.run.env_id, act, self.eval_kwargs)
         return exact_metrics(result)
 
     def sft_warm_start(self) -> dict[str, float]:
@@ -564,27 +396,27 @@ class Trainer(LoraAndReference, Checkpointing):
         from llmgym.agents.trainers.sft import SFTConfig, build_demos, save_demos, sft_train
 
         demos = build_demos(
-            self.config.sft,
-            self.config.env_id,
-            self.config.env_kwargs,
-            episodes=self.config.sft_episodes,
-            seed=self.config.seed,
+            self.config.sft.source,
+            self.config.run.env_id,
+            self.config.run.env_kwargs,
+            episodes=self.config.sft.episodes,
+            seed=self.config.run.seed,
         )
         self.run_dir.mkdir(parents=True, exist_ok=True)
         save_demos(self.run_dir / "sft_demos.jsonl", demos)
         cfg = SFTConfig(
-            epochs=self.config.sft_epochs,
-            learning_rate=self.config.sft_learning_rate,
-            micro_batch_size=min(self.config.micro_batch_size, self.config.sft_batch_size),
-            batch_size=self.config.sft_batch_size,
-            seed=self.config.seed,
+            epochs=self.config.sft.epochs,
+            learning_rate=self.config.sft.learning_rate,
+            micro_batch_size=min(self.config.optim.micro_batch_size, self.config.sft.batch_size),
+            batch_size=self.config.sft.batch_size,
+            seed=self.config.run.seed,
         )
         start = time.perf_counter()
-        if self.config.progress:
+        if self.config.run.progress:
             print(f"SFT warm start on {len(demos)} demos, {cfg.epochs} epochs ...", flush=True)
 
         def on_epoch(epoch: int) -> None:
-            if self.config.progress:
+            if self.config.run.progress:
                 elapsed = time.perf_counter() - start
                 print(f"  SFT epoch {epoch + 1}/{cfg.epochs} done ({elapsed:.0f} s)", flush=True)
 
@@ -595,7 +427,7 @@ class Trainer(LoraAndReference, Checkpointing):
         # The head learned on the demos' feature map: re-whitening it under RL's states would
         # move the SFT policy without any update.
         self.features_frozen = True
-        if self.config.reference_after_sft:
+        if self.config.sft.as_reference:
             self.refresh_reference()
         return stats
 
@@ -613,12 +445,12 @@ class Trainer(LoraAndReference, Checkpointing):
         self.logger = MetricsLogger(self.run_dir, cfg.to_dict()) if main else None
         if resume and self.logger is not None:
             self.logger.truncate(self.env_steps)
-        pbar = _progress(cfg.progress and main, total=self._budget(), initial=self._spent())
+        pbar = _progress(cfg.run.progress and main, total=self._budget(), initial=self._spent())
         try:
             if self.iteration == 0 and not resume:
                 start = time.perf_counter()
                 metrics: dict[str, Any] = {}
-                if cfg.sft != "none":
+                if cfg.sft.source != "none":
                     metrics |= self.sft_warm_start()
                 ev = self.evaluate()
                 self.first_eval = ev  # after the SFT warm start, when there is one
@@ -626,7 +458,7 @@ class Trainer(LoraAndReference, Checkpointing):
                 if self.logger is not None:
                     self.logger.log(metrics, self.env_steps)
                 _write(pbar, f"iter 0: eval return {ev['mean_return']:.3f}")
-                if cfg.sft != "none":
+                if cfg.sft.source != "none":
                     self.save_checkpoint()  # iter_000000 = the SFT warm start (RL can restart here)
             while not self._done():
                 self.run_iteration(pbar)
@@ -657,12 +489,12 @@ class Trainer(LoraAndReference, Checkpointing):
             "perf/update_s": t2 - t1,
             "perf/iteration_s": t2 - t0,
         }
-        if cfg.eval_every and self.iteration % cfg.eval_every == 0 and not self._done():
+        if cfg.eval.every and self.iteration % cfg.eval.every == 0 and not self._done():
             metrics |= _eval_metrics(self.evaluate())
         self.diagnose(metrics, episodes)
-        if self.logger is not None and self.iteration % cfg.log_every == 0:
+        if self.logger is not None and self.iteration % cfg.run.log_every == 0:
             self.logger.log(metrics, self.env_steps)
-        if cfg.checkpoint_every and self.iteration % cfg.checkpoint_every == 0:
+        if cfg.run.checkpoint_every and self.iteration % cfg.run.checkpoint_every == 0:
             self.save_checkpoint()
         if pbar is not None:
             pbar.n = min(self._spent(), pbar.total)
@@ -682,7 +514,7 @@ class Trainer(LoraAndReference, Checkpointing):
         steps, count = self.processes.sum([sum(e.length for e in episodes), len(episodes)])
         self.env_steps += int(steps)
         self.episodes_done += int(count)
-        if self.config.train_backbone:
+        if self.config.optim.train_backbone:
             self.model.train()
         clean = [e for e in episodes if math.isfinite(e.ret)]
         nonfinite = sum(not math.isfinite(s.reward) for e in episodes for s in e.steps)
@@ -697,7 +529,7 @@ class Trainer(LoraAndReference, Checkpointing):
             self._refresh_head_features(clean)
             metrics = self.update(clean)
             self.adapt_entropy(metrics.get("charts/entropy"))
-            if self.config.sft_during_rl > 0:
+            if self.config.sft.during_rl > 0:
                 metrics |= self._continued_sft(clean)
         self.iteration += 1
         return (
@@ -769,23 +601,26 @@ class Trainer(LoraAndReference, Checkpointing):
 
         def loss_fn(idx: list[int]) -> tuple[Any, dict[str, float]]:
             out = self.evaluate_samples([samples[i] for i in idx])
-            loss = -self.config.sft_during_rl * sequence_mean_logprob(out, self.config.mode).mean()
+            loss = (
+                -self.config.sft.during_rl
+                * sequence_mean_logprob(out, self.config.policy.mode).mean()
+            )
             return loss, {"losses/sft": loss.item()}
 
         return self.optimize(list(range(len(samples))), loss_fn) or {}
 
     def _budget(self) -> int:
         """The progress bar's total: episodes when an episode budget is set, else env steps."""
-        return self.config.total_episodes or self.config.total_env_steps
+        return self.config.run.total_episodes or self.config.run.total_env_steps
 
     def _spent(self) -> int:
-        return self.episodes_done if self.config.total_episodes else self.env_steps
+        return self.episodes_done if self.config.run.total_episodes else self.env_steps
 
     def _done(self) -> bool:
         cfg = self.config
-        if cfg.total_episodes and self.episodes_done >= cfg.total_episodes:
+        if cfg.run.total_episodes and self.episodes_done >= cfg.run.total_episodes:
             return True
-        return self.env_steps >= cfg.total_env_steps
+        return self.env_steps >= cfg.run.total_env_steps
 
     # ---- diagnostics ---------------------------------------------------------------------
 
@@ -797,7 +632,7 @@ class Trainer(LoraAndReference, Checkpointing):
 
     def diagnose(self, metrics: dict[str, Any], episodes: list[Episode]) -> None:
         """Collapse diagnostics: one action > 98 % of the time, entropy ~0, KL run-away."""
-        if not self.config.collapse_warn:
+        if not self.config.run.collapse_warn:
             return
         top = metrics.get("diagnostics/top_action_frac", 0.0)
         n_actions = metrics.get("diagnostics/num_valid_actions", 0)
@@ -814,8 +649,8 @@ class Trainer(LoraAndReference, Checkpointing):
         if entropy is not None and entropy < 0.01:
             self._warn(f"policy entropy fell to {entropy:.4f}: exploration has stopped", "entropy")
         kl = metrics.get("losses/kl")
-        if kl is not None and kl > self.config.kl_warn:
-            self._warn(f"KL to the reference ran away ({kl:.2f} > {self.config.kl_warn})", "kl")
+        if kl is not None and kl > self.config.run.kl_warn:
+            self._warn(f"KL to the reference ran away ({kl:.2f} > {self.config.run.kl_warn})", "kl")
 
     # ---- the run's record ------------------------------------------------------------------
 

@@ -82,7 +82,7 @@ class Checkpointing:
             "episodes_done": self.episodes_done,
             "merged_adapters": len(self.merged_adapters),
             "algo": self.algo,
-            "lora": self.config.lora,
+            "lora": self.config.lora.enabled,
         }
 
     def _save_weights(self, path: Path, policy_only: bool) -> None:
@@ -104,9 +104,9 @@ class Checkpointing:
         (path / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2, default=str))
 
     def model_state(self) -> dict[str, Any]:
-        if not self.config.train_backbone:
+        if not self.config.optim.train_backbone:
             return {}
-        if self.config.lora:
+        if self.config.lora.enabled:
             from peft import get_peft_model_state_dict
 
             return get_peft_model_state_dict(self.model)
@@ -185,9 +185,9 @@ class Checkpointing:
             self.model.train()
             self.policy.model = self.model
         weights = load_file(str(ckpt / "model.safetensors"), device=str(self.device))
-        if not self.config.train_backbone:
+        if not self.config.optim.train_backbone:
             pass
-        elif self.config.lora:
+        elif self.config.lora.enabled:
             from peft import set_peft_model_state_dict
 
             set_peft_model_state_dict(self.model, weights)

@@ -35,11 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from llmgym.agents.trainers.base import (
-    TrainConfig,
-    Trainer,
-    mean_stats,
-)
+from llmgym.agents.trainers.base import Trainer, mean_stats
+from llmgym.agents.trainers.config import TrainConfig
 from llmgym.agents.trainers.losses import (
     clipped_surrogate,
     discounted_returns,
@@ -93,7 +90,7 @@ class GRPOTrainer(Trainer):
                 f"{self.processes.num} processes need at least as many groups per update "
                 f"(episodes_per_update / group_size), not {self.num_groups}."
             )
-        self._np_rng = np.random.default_rng(cfg.seed + 1)
+        self._np_rng = np.random.default_rng(cfg.run.seed + 1)
         self._train: list[tuple[Step, float]] = []
         self._train_for: list[Episode] | None = None
 
@@ -106,7 +103,7 @@ class GRPOTrainer(Trainer):
 
     @property
     def num_groups(self) -> int:
-        return max(1, self.config.episodes_per_update // self.config.group_size)
+        return max(1, self.config.run.episodes_per_update // self.config.group_size)
 
     # ---- grouped rollouts ----------------------------------------------------------------
 
@@ -201,7 +198,7 @@ class GRPOTrainer(Trainer):
         if cfg.update_epochs > 1:
             old_logp, old_tokens = self._old_logprobs(samples)
         ref = self.reference_logprobs(samples) if cfg.beta > 0 else None
-        generate = cfg.mode == "generate"
+        generate = cfg.policy.mode == "generate"
 
         def loss_fn(idx: list[int]) -> tuple[Any, dict[str, float]]:
             out = self.evaluate_samples([samples[i] for i in idx])
@@ -234,7 +231,9 @@ class GRPOTrainer(Trainer):
 
         history = []
         for _ in range(cfg.update_epochs):
-            for mb in self.processes.minibatches(len(samples), cfg.minibatch_size, self._np_rng):
+            for mb in self.processes.minibatches(
+                len(samples), cfg.optim.minibatch_size, self._np_rng
+            ):
                 stats = self.optimize(mb, loss_fn)
                 if stats is not None:
                     history.append(stats)

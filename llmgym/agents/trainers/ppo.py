@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from llmgym.agents.trainers.base import TrainConfig, Trainer, mean_stats
+from llmgym.agents.trainers.base import Trainer, mean_stats
+from llmgym.agents.trainers.config import TrainConfig
 from llmgym.agents.trainers.losses import clipped_surrogate, k3_kl, token_clipped_surrogate
 from llmgym.rollout import Episode
 
@@ -81,7 +82,7 @@ class PPOTrainer(Trainer):
             torch.nn.init.zeros_(head.weight)
             torch.nn.init.zeros_(head.bias)
         else:
-            gen = torch.Generator().manual_seed(self.config.seed + 17)
+            gen = torch.Generator().manual_seed(self.config.run.seed + 17)
             head = torch.nn.Sequential(
                 torch.nn.Linear(hidden, self.config.value_hidden),
                 torch.nn.Tanh(),
@@ -93,7 +94,7 @@ class PPOTrainer(Trainer):
         self.value_head = head.to(self.device)
         self.extra_modules["value_head"] = self.value_head
         self.module_lr["value_head"] = self.config.value_lr
-        self._np_rng = np.random.default_rng(self.config.seed + 1)
+        self._np_rng = np.random.default_rng(self.config.run.seed + 1)
 
     def value(self, hidden: Any) -> Any:
         features = self.policy.features(hidden)
@@ -167,7 +168,7 @@ class PPOTrainer(Trainer):
             mean, std = self.processes.mean_std(adv.tolist(), ddof=1)
             adv = (adv - mean) / (std + 1e-8)
         ref = self.reference_logprobs(samples) if cfg.kl_coef > 0 else None
-        generate = cfg.mode == "generate" and old_tokens is not None
+        generate = cfg.policy.mode == "generate" and old_tokens is not None
 
         def loss_fn(idx: list[int]) -> tuple[Any, dict[str, float]]:
             out = self.evaluate_samples([samples[i] for i in idx])
@@ -215,7 +216,9 @@ class PPOTrainer(Trainer):
         stop = False
         for _epoch in range(cfg.update_epochs):
             epochs_run += 1
-            for mb in self.processes.minibatches(len(samples), cfg.minibatch_size, self._np_rng):
+            for mb in self.processes.minibatches(
+                len(samples), cfg.optim.minibatch_size, self._np_rng
+            ):
                 stats = self.optimize(mb, loss_fn)
                 if stats is not None:
                     history.append(stats)

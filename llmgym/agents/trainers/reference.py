@@ -24,31 +24,31 @@ class LoraAndReference:
     def _lora_config(self, model: Any) -> Any:
         from peft import LoraConfig
 
-        targets = self.config.lora_target_modules
+        targets = self.config.lora.target_modules
         if targets is None:
-            targets = default_lora_targets(self.config.model)
+            targets = default_lora_targets(self.config.policy.model)
         layers: dict[str, Any] = {}
         n_layers = getattr(getattr(model, "config", None), "num_hidden_layers", None)
-        if self.config.lora_layers and n_layers and self.config.lora_layers < n_layers:
-            first = n_layers - self.config.lora_layers
+        if self.config.lora.layers and n_layers and self.config.lora.layers < n_layers:
+            first = n_layers - self.config.lora.layers
             layers = {
                 "layers_to_transform": list(range(first, n_layers)),
                 "layers_pattern": "layers",
             }
         return LoraConfig(
-            r=self.config.lora_r,
-            lora_alpha=self.config.lora_alpha,
-            lora_dropout=self.config.lora_dropout,
+            r=self.config.lora.r,
+            lora_alpha=self.config.lora.alpha,
+            lora_dropout=self.config.lora.dropout,
             target_modules=list(targets) if not isinstance(targets, str) else targets,
             task_type="CAUSAL_LM",
             **layers,
         )
 
     def _prepare_model(self, model: Any) -> Any:
-        if not self.config.train_backbone:
+        if not self.config.optim.train_backbone:
             self._ref_model = None
             return model.requires_grad_(False).eval()
-        if not self.config.lora:
+        if not self.config.lora.enabled:
             self._ref_model = None
             model.train()
             return model
@@ -72,10 +72,10 @@ class LoraAndReference:
 
     @contextmanager
     def _reference_backbone(self) -> Iterator[None]:
-        if not self.config.train_backbone:
+        if not self.config.optim.train_backbone:
             yield
             return
-        if self.config.lora:
+        if self.config.lora.enabled:
             with self.model.disable_adapter():
                 yield
             return
@@ -102,7 +102,7 @@ class LoraAndReference:
         for i, lp in zip(missing, logprobs, strict=True):
             self._ref_cache[keys[i]] = lp
         values = torch.tensor([self._ref_cache[k] for k in keys], dtype=torch.float32)
-        if self.config.mode != "score" or self.config.history:
+        if self.config.policy.mode != "score" or self.config.policy.history:
             self._ref_cache.clear()  # prompts rarely repeat: keep memory flat
         return values.to(self.device)
 
@@ -114,9 +114,9 @@ class LoraAndReference:
             import copy
 
             self._ref_head = copy.deepcopy(self.policy.head).requires_grad_(False)
-        if not self.config.train_backbone:
+        if not self.config.optim.train_backbone:
             return
-        if not self.config.lora:
+        if not self.config.lora.enabled:
             self._ref_model = None
             return
         from peft import get_peft_model, get_peft_model_state_dict

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from llmgym.agents.trainers.base import TrainConfig, Trainer, mean_stats
+from llmgym.agents.trainers.base import Trainer, mean_stats
+from llmgym.agents.trainers.config import TrainConfig
 from llmgym.agents.trainers.losses import discounted_returns, k3_kl
 from llmgym.rollout import Episode
 
@@ -60,7 +61,7 @@ class ReinforceTrainer(Trainer):
 
     def setup(self) -> None:
         self._ema: float | None = None
-        self._np_rng = np.random.default_rng(self.config.seed + 1)
+        self._np_rng = np.random.default_rng(self.config.run.seed + 1)
 
     def extra_state(self) -> dict[str, Any]:
         return {"ema": self._ema, "np_rng": self._np_rng.bit_generator.state}
@@ -108,7 +109,7 @@ class ReinforceTrainer(Trainer):
             self.compute_advantages(episodes), dtype=torch.float32, device=self.device
         )
         ref = self.reference_logprobs(samples) if cfg.kl_coef > 0 else None
-        generate = cfg.mode == "generate"
+        generate = cfg.policy.mode == "generate"
 
         def loss_fn(idx: list[int]) -> tuple[Any, dict[str, float]]:
             out = self.evaluate_samples([samples[i] for i in idx])
@@ -133,7 +134,9 @@ class ReinforceTrainer(Trainer):
 
         history = []
         for _ in range(cfg.update_epochs):
-            for mb in self.processes.minibatches(len(samples), cfg.minibatch_size, self._np_rng):
+            for mb in self.processes.minibatches(
+                len(samples), cfg.optim.minibatch_size, self._np_rng
+            ):
                 stats = self.optimize(mb, loss_fn)
                 if stats is not None:
                     history.append(stats)
