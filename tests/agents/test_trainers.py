@@ -101,8 +101,8 @@ def test_env_step_budget_is_never_exceeded(tmp_path):
     trainer = make_trainer("ppo", total_env_steps=45, output_dir=str(tmp_path), **config)
     cut = []
     bootstrap = trainer._bootstrap
-    trainer._bootstrap = lambda episodes: cut.extend(e for e in episodes if e.capped) or bootstrap(
-        episodes
+    trainer._bootstrap = lambda episodes: (
+        cut.extend(e for e in episodes if e.capped) or bootstrap(episodes)
     )
     trainer.train()
     assert trainer.env_steps == 45
