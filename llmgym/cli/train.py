@@ -33,6 +33,8 @@ from llmgym.cli.checks import (
 )
 from llmgym.errors import LLMGymError, TrainingError
 
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
 console = Console(highlight=False)
 
 
@@ -69,6 +71,11 @@ def train(
     ),
     threads: int = typer.Option(0, min=0, help="torch CPU threads (0 = default; 1 on a busy CPU)."),
     device: str = typer.Option("auto", help="auto | cpu | cuda | mps."),
+    dtype: str = typer.Option(
+        "auto",
+        help="Model weights: auto (float32 on CPU, bfloat16 on a GPU) | float32 | bfloat16 | "
+        "float16.",
+    ),
     result_json: str = typer.Option("", help="Also write the result JSON here."),
     policy_out: str = typer.Option(
         "", help="Write the trained policy (small, no optimizer) here (default OUTPUT/policy)."
@@ -96,6 +103,8 @@ def train(
         raise fail(f"No SFT demo file at {sft!r}; pass --sft auto, --sft none or a JSONL path.")
     output = output or f"runs/{env_id.removeprefix('Text-')}-{algo}-{mode}"
     check_device(device)
+    if dtype not in DTYPES:
+        raise fail(f"Unknown --dtype {dtype!r}; use one of {', '.join(DTYPES)}.")
     check_output_dir(output)
     if resume and checkpoints.latest(Path(output) / "checkpoints") is None:
         raise fail(f"No checkpoint to resume in {output}; drop --resume or pass a run's --output.")
@@ -118,6 +127,7 @@ def train(
         eval_episodes=eval_episodes,
         num_threads=threads,
         device=device,
+        dtype=dtype,
         progress=not no_progress,
     )
     if lr > 0:

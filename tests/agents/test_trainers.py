@@ -95,6 +95,24 @@ def test_parameters_change_after_an_update(algo, tmp_path):
     assert all(torch.equal(frozen[n], after[n]) for n in frozen)  # LoRA: base weights frozen
 
 
+@pytest.mark.parametrize("algo", ALGOS)
+def test_bfloat16_weights_train(algo, tmp_path):
+    """``policy.dtype=bfloat16`` (the GPU default): bf16 backbone, fp32 LoRA and heads."""
+    trainer = make_trainer(
+        algo, total_episodes=16, output_dir=str(tmp_path), dtype="bfloat16", **FAST, **_extra(algo)
+    )
+    base = trainer.model.get_base_model()
+    assert base.get_input_embeddings().weight.dtype == torch.bfloat16
+    trained = [p for p in trainer.trainable_parameters()]
+    before = [p.detach().clone() for p in trained]
+    for _ in range(5):
+        trainer.run_iteration()
+        if any(not torch.equal(b, p) for b, p in zip(before, trained)):
+            break
+    assert any(not torch.equal(b, p) for b, p in zip(before, trained))
+    assert all(torch.isfinite(p).all() for p in trained)
+
+
 def test_env_step_budget_is_never_exceeded(tmp_path):
     """The last collection stops when the budget is spent; PPO bootstraps the episodes it cut."""
     config = FAST | dict(env_id="Text-CartPole-v1", num_envs=4, episodes_per_update=4)
@@ -319,6 +337,8 @@ def test_cli_errors_are_one_sentence(tmp_path):
         app, ["train", BANDIT, "--model", "tiny", "--resume", "--output", str(tmp_path / "x")]
     )
     assert result.exit_code == 2 and "No checkpoint" in result.output
+    result = CliRunner().invoke(app, ["train", BANDIT, "--model", "tiny", "--dtype", "int8"])
+    assert result.exit_code == 2 and "Unknown --dtype 'int8'" in result.output
 
 
 @pytest.mark.slow

@@ -94,7 +94,9 @@ class Trainer(LoraAndReference, Checkpointing):
         no_gpu = config.run.device == "auto" and not torch.cuda.is_available()
         self.processes = Processes.from_environment(cpu=config.run.device == "cpu" or no_gpu)
         if model is None:
-            model, tokenizer = load_model_for(config.policy.model, self._device_name())
+            model, tokenizer = load_model_for(
+                config.policy.model, self._device_name(), config.policy.dtype
+            )
         self.tokenizer = tokenizer
         self.device = next(model.parameters()).device
         self.model = self._prepare_model(model)
@@ -701,15 +703,18 @@ def exact_metrics(result: Any) -> dict[str, Any]:
     }
 
 
-def load_model_for(name: str, device: str = "auto") -> tuple[Any, Any]:
-    """``load_model`` plus ``tiny`` (a random tiny Llama for tests and smoke runs)."""
+def load_model_for(name: str, device: str = "auto", dtype: str = "auto") -> tuple[Any, Any]:
+    """``load_model`` plus ``tiny`` (a random tiny Llama for tests and smoke runs), with the
+    weights in ``dtype`` (``auto``: float32 on CPU, bfloat16 or float16 on a GPU)."""
+    from llmgym.agents.models import load_model, resolve_device, resolve_dtype
+
+    torch_dtype = resolve_dtype(None if dtype == "auto" else dtype, resolve_device(device))
     if name == "tiny":
         from llmgym.agents.testing import tiny_model
 
-        return tiny_model(seed=0)
-    from llmgym.agents.models import load_model
-
-    return load_model(name, device=device)
+        model, tokenizer = tiny_model(seed=0)
+        return model.to(dtype=torch_dtype), tokenizer
+    return load_model(name, device=device, dtype=torch_dtype)
 
 
 def rollout_metrics(episodes: list[Episode]) -> dict[str, Any]:

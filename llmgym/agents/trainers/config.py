@@ -72,6 +72,10 @@ class PolicySection(PolicyConfig):
 
     model: str = "smollm2-135m"
     """Model short name, Hub id or local directory (``tiny`` = random tiny Llama for tests)."""
+    dtype: str = "auto"
+    """The model's weights while training and acting: ``auto`` (float32 on CPU and MPS,
+    bfloat16 on GPUs that support it, else float16), ``float32``, ``bfloat16`` or ``float16``.
+    LoRA weights and the heads stay float32."""
     action_head: bool = True
     """Score mode: add a zero-initialised action head on the hidden state at the answer
     position to the candidates' LM scores (``llmgym.agents.action_head``): updates that
