@@ -37,6 +37,36 @@ from typing import Any
 
 import numpy as np
 
+from llmgym.errors import TrainingError
+
+
+#: Accelerate's sharded engines: the trainer keeps a whole model per process instead.
+SHARDED = ("DEEPSPEED", "FSDP", "MEGATRON_LM")
+
+
+def check_data_parallel(accelerator: Any) -> Any:
+    """``accelerator``, unless its config asks for a sharded engine (DeepSpeed, FSDP, Megatron),
+    which the trainer does not use: it would run as plain data parallelism and the memory the
+    user planned for would not be saved, so it is refused in one sentence.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> check_data_parallel(SimpleNamespace(distributed_type="MULTI_GPU")).distributed_type
+        'MULTI_GPU'
+        >>> check_data_parallel(SimpleNamespace(distributed_type="FSDP"))
+        Traceback (most recent call last):
+        ...
+        llmgym.errors.TrainingError: Accelerate's FSDP is not supported: llmgym keeps a whole model in every process and sums the gradients itself; launch with a MULTI_GPU or MULTI_CPU config (accelerate config, or --multi_gpu).
+    """
+    kind = str(getattr(accelerator.distributed_type, "value", accelerator.distributed_type))
+    if kind in SHARDED:
+        raise TrainingError(
+            f"Accelerate's {kind} is not supported: llmgym keeps a whole model in every process "
+            "and sums the gradients itself; launch with a MULTI_GPU or MULTI_CPU config "
+            "(accelerate config, or --multi_gpu)."
+        )
+    return accelerator
+
 
 class Processes:
     """This process's rank among the training processes and the collective operations the
@@ -55,7 +85,7 @@ class Processes:
             return cls()
         from accelerate import Accelerator
 
-        return cls(Accelerator(cpu=cpu))
+        return cls(check_data_parallel(Accelerator(cpu=cpu)))
 
     @property
     def is_main(self) -> bool:
