@@ -39,7 +39,6 @@ import numpy as np
 
 from llmgym.errors import TrainingError
 
-
 #: Accelerate's sharded engines: the trainer keeps a whole model per process instead.
 SHARDED = ("DEEPSPEED", "FSDP", "MEGATRON_LM")
 
@@ -53,10 +52,10 @@ def check_data_parallel(accelerator: Any) -> Any:
         >>> from types import SimpleNamespace
         >>> check_data_parallel(SimpleNamespace(distributed_type="MULTI_GPU")).distributed_type
         'MULTI_GPU'
-        >>> check_data_parallel(SimpleNamespace(distributed_type="FSDP"))
+        >>> check_data_parallel(SimpleNamespace(distributed_type="FSDP"))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        llmgym.errors.TrainingError: Accelerate's FSDP is not supported: llmgym keeps a whole model in every process and sums the gradients itself; launch with a MULTI_GPU or MULTI_CPU config (accelerate config, or --multi_gpu).
+        llmgym.errors.TrainingError: Accelerate's FSDP is not supported: llmgym keeps a whole ...
     """
     kind = str(getattr(accelerator.distributed_type, "value", accelerator.distributed_type))
     if kind in SHARDED:
