@@ -73,7 +73,7 @@ def run(loaded: Any, memo: dict, variant: str, seed: int, model: str, episodes: 
         trainer = make_trainer(
             algo, loaded, model=model, seed=seed, total_episodes=episodes, output_dir=out, **config
         )
-        trainer.policy._memo = memo  # the frozen model's features, shared by every run
+        trainer.policy.share_memo(memo)  # the frozen model's features, shared by every run
         trainer.train()
         return float(trainer.evaluate_exact()["mean_return"])
 

@@ -36,10 +36,30 @@ class InvalidActionError(LLMGymError, ValueError):
     """Raised by ``TextAction`` with ``on_invalid="raise"`` when no action could be parsed."""
 
 
+class ConfigError(LLMGymError, ValueError):
+    """A bad setting: a policy, trainer or wrapper option with a value it cannot take."""
+
+
+class ExportError(LLMGymError, ValueError):
+    """A run that cannot be exported as asked (one sentence saying what to do)."""
+
+
+class VLLMError(LLMGymError, ValueError):
+    """The vLLM server cannot be reached or refused a request (one sentence saying what to do)."""
+
+
+class RayBenchError(LLMGymError, RuntimeError):
+    """A Ray task failed for good (its worker died on every retry)."""
+
+
 __all__ = [
     "AgentError",
+    "ConfigError",
+    "ExportError",
     "InvalidActionError",
     "LLMGymError",
     "ModelNotFoundError",
+    "RayBenchError",
     "TrainingError",
+    "VLLMError",
 ]

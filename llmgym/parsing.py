@@ -88,9 +88,16 @@ def _tail(text: object) -> str:
     return text[-MAX_SCAN_CHARS:]
 
 
-def _json_values(text: str) -> list[Any]:
+def json_values(text: str) -> list[Any]:
     """Action values of JSON objects found in ``text`` (in order of appearance), plus the
-    whole text itself when it is a bare JSON scalar or list."""
+    whole text itself when it is a bare JSON scalar or list.
+
+    Example:
+        >>> json_values('I go {"action": "left"}, then {"move": 2}.')
+        ['left', 2]
+        >>> json_values("3")
+        [3]
+    """
     decoder = json.JSONDecoder()
     values: list[Any] = []
     stripped = text.strip().strip("`").strip()
@@ -179,7 +186,7 @@ def parse_discrete(text: str, names: Sequence[str], fallback: int = 0) -> ParseR
     if not names:
         raise ValueError("parse_discrete needs at least one valid action name.")
     text = _tail(text)
-    for value in reversed(_json_values(text)):
+    for value in reversed(json_values(text)):
         index = _name_index(value, names)
         if index is not None:
             return ParseResult(True, "json", index)
@@ -253,7 +260,7 @@ def parse_box(
         error = "value clipped into the action bounds" if clipped else None
         return ParseResult(True, method, action.astype(dtype), error, clipped)
 
-    for value in reversed(_json_values(text)):
+    for value in reversed(json_values(text)):
         numbers = _as_numbers(value, size)
         if numbers is not None:
             return result(numbers, "json")

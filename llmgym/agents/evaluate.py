@@ -29,6 +29,7 @@ from llmgym.agents.registry import make_agent
 from llmgym.agents.returns import finite_returns, mean_ci95
 from llmgym.agents.text_agent import TextAgent
 from llmgym.envs.registration import make_eval_env
+from llmgym.errors import ConfigError
 from llmgym.rollout import Episode, play
 
 MODES = ("score", "generate")
@@ -56,13 +57,13 @@ def evaluate(
     if exact:
         return evaluate_exact(env_id, agent, mode, seed, output, env_kwargs, **agent_options)
     if env_id not in gym.registry:
-        raise ValueError(
+        raise ConfigError(
             f"Unknown environment {env_id!r}; run `llmgym envs` to list the text envs."
         )
     if mode not in MODES:
-        raise ValueError(f"Unknown mode {mode!r}; use score or generate.")
+        raise ConfigError(f"Unknown mode {mode!r}; use score or generate.")
     if episodes < 1 or num_envs < 1:
-        raise ValueError("episodes and num_envs must be at least 1.")
+        raise ConfigError("episodes and num_envs must be at least 1.")
     # Chat history comes from the env (info["messages"]), so it follows each env's episodes.
     history = int(agent_options.pop("history", None) or 0)
     name = agent if isinstance(agent, str) else type(agent).__name__
@@ -127,7 +128,7 @@ def _make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
     try:
         return make_eval_env(env_id, **kwargs)
     except TypeError as error:
-        raise ValueError(f"{env_id} does not take the env kwargs {kwargs}: {error}.") from None
+        raise ConfigError(f"{env_id} does not take the env kwargs {kwargs}: {error}.") from None
 
 
 def _write(result: dict[str, Any], output: str | Path | None) -> None:
@@ -157,11 +158,11 @@ def evaluate_exact(
 
     reason = exact_unsupported_reason(env_id, env_kwargs)
     if reason is not None:
-        raise ValueError(reason)
+        raise ConfigError(reason)
     if mode not in MODES:
-        raise ValueError(f"Unknown mode {mode!r}; use score or generate.")
+        raise ConfigError(f"Unknown mode {mode!r}; use score or generate.")
     if agent_options.pop("history", None):
-        raise ValueError("--exact evaluates a Markov policy; drop --history.")
+        raise ConfigError("--exact evaluates a Markov policy; drop --history.")
     name = agent if isinstance(agent, str) else type(agent).__name__
     if isinstance(agent, str):
         options = {**_with_env(env_kwargs), **agent_options, "greedy": True}

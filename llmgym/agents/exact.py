@@ -36,7 +36,7 @@ from llmgym.agents.baselines import RandomAgent
 from llmgym.agents.planning import Transitions, blackjack_mdp, evaluate_tabular
 from llmgym.agents.text_agent import TextAgent
 from llmgym.envs.registration import make_eval_env
-from llmgym.errors import AgentError
+from llmgym.errors import AgentError, ConfigError
 from llmgym.wrappers.history import HistoryWrapper
 from llmgym.wrappers.text_action import TextAction
 from llmgym.wrappers.text_observation import TextObservation
@@ -153,7 +153,7 @@ def state_texts(
     and Taxi's ``action_mask``; the path-dependent ``prob`` and ``parse`` are left out)."""
     env, reason = _make(env_id, env_kwargs)
     if env is None:
-        raise ValueError(reason)
+        raise ConfigError(reason)
     return _state_texts(env)[0]
 
 
@@ -167,7 +167,7 @@ def _state_texts(env: gym.Env) -> tuple[list[tuple[Any, str, dict[str, Any]]], l
         raw = obs_of(state)
         if raw not in rows:
             extra = {"action_mask": base.action_mask(state)} if hasattr(base, "action_mask") else {}
-            rows[raw] = (raw, observe.observation(raw), observe._with_prompt(extra, raw))
+            rows[raw] = (raw, observe.observation(raw), observe.with_prompt(extra, raw))
     return list(rows.values()), states
 
 
@@ -181,10 +181,10 @@ def exact_value(
     ``gym.make(env_id, **env_kwargs)`` within ``max_steps`` steps (default: the step cap of
     sampled evaluation). ``act`` is called once per batch of ``BATCH_SIZE`` states; it must
     answer each observation as it would in an episode (greedily, with no memory). Raises
-    ValueError (one sentence) where ``supports_exact`` is False."""
+    ``ConfigError`` (one sentence) where ``supports_exact`` is False."""
     env, reason = _make(env_id, env_kwargs)
     if env is None:
-        raise ValueError(reason)
+        raise ConfigError(reason)
     horizon = int(max_steps if max_steps is not None else env.spec.max_episode_steps)
     parse = _find(env, TextAction)
     rows, states = _state_texts(env)

@@ -42,14 +42,10 @@ from typing import Any
 
 import numpy as np
 
-from llmgym.errors import LLMGymError
+from llmgym.errors import ExportError
 
 #: Written beside the weights: where they come from and how to act with them.
 INFO_FILE = "llmgym_export.json"
-
-
-class ExportError(LLMGymError, ValueError):
-    """A run that cannot be exported as asked (one sentence saying what to do)."""
 
 
 def fold_adapters(states: Sequence[dict[str, Any]]) -> dict[str, Any]:

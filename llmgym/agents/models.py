@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from llmgym.errors import ModelNotFoundError
+from llmgym.errors import ConfigError, ModelNotFoundError
 
 DEFAULT_MODEL = "smollm2-135m"
 
@@ -111,7 +111,7 @@ def resolve_device(device: str = "auto") -> str:
         'cpu'
     """
     if device not in ("auto", "cpu", "cuda", "mps") and not device.startswith("cuda:"):
-        raise ValueError(f"Unknown device {device!r}; use auto, cpu, cuda, cuda:N or mps.")
+        raise ConfigError(f"Unknown device {device!r}; use auto, cpu, cuda, cuda:N or mps.")
     if device != "auto":
         return device
     import torch
@@ -137,7 +137,7 @@ def resolve_dtype(dtype: Any, device: str) -> Any:
     aliases = {"fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16"}
     resolved = getattr(torch, aliases.get(str(dtype), str(dtype)), None)
     if not isinstance(resolved, torch.dtype):
-        raise ValueError(f"Unknown dtype {dtype!r}; use float32, bfloat16 or float16.")
+        raise ConfigError(f"Unknown dtype {dtype!r}; use float32, bfloat16 or float16.")
     return resolved
 
 

@@ -52,6 +52,7 @@ from llmgym.agents.prompts import (
     completion_text,
     encode,
 )
+from llmgym.errors import ConfigError
 from llmgym.wrappers.history import ChatHistory
 
 MODES = ("score", "generate")
@@ -101,22 +102,24 @@ class PolicyConfig:
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}.")
+            raise ConfigError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}.")
         if self.normalization not in NORMALIZATIONS:
-            raise ValueError(
+            raise ConfigError(
                 f"normalization must be one of {', '.join(NORMALIZATIONS)}, "
                 f"not {self.normalization!r}."
             )
         if self.temperature <= 0:
-            raise ValueError(
+            raise ConfigError(
                 f"temperature must be positive (use greedy=True), not {self.temperature}."
             )
         if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], not {self.top_p}.")
+            raise ConfigError(f"top_p must be in (0, 1], not {self.top_p}.")
         if self.history < 0:
-            raise ValueError(f"history must be 0 or more, not {self.history}.")
+            raise ConfigError(f"history must be 0 or more, not {self.history}.")
         if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {self.backend!r}.")
+            raise ConfigError(
+                f"backend must be one of {', '.join(BACKENDS)}, not {self.backend!r}."
+            )
 
 
 @dataclass
@@ -236,7 +239,7 @@ class LLMPolicy:
         from llmgym.agents.backends.vllm import VLLMServer
 
         if self.head is not None:
-            raise ValueError(
+            raise ConfigError(
                 "vLLM returns log-probs, not hidden states, so a policy with an action head "
                 "cannot act through it; train with `--set action_head=false` to use the "
                 "vllm backend."
@@ -321,6 +324,16 @@ class LLMPolicy:
         self.backend.sync_weights()
         self._memo.clear()
 
+    def share_memo(self, memo: dict[tuple[Any, ...], Any]) -> dict[tuple[Any, ...], Any]:
+        """Use ``memo`` as this policy's store of memoised features (with ``memoize``) and
+        return it, so that policies over one frozen backbone (several runs of a sweep) compute
+        each prompt's features once. The caller vouches that the backbone stays frozen: a
+        weight change the backend sees no longer empties it (``clear_cache()`` still does)."""
+        if getattr(self.backend, "on_new_weights", None) == self._memo.clear:
+            self.backend.on_new_weights = None
+        self._memo = memo
+        return memo
+
     def _scores(self, token_logprobs: list[torch.Tensor], actions: Sequence[str]) -> torch.Tensor:
         sums = torch.stack([t.sum() for t in token_logprobs])
         if self.config.normalization == "token":
@@ -370,7 +383,7 @@ class LLMPolicy:
             return self._act_generate(list(messages), prompts, list(prefills))
         actions = [list(a) for a in valid_actions or [[] for _ in messages]]
         if len(actions) != len(messages) or not all(actions):
-            raise ValueError(
+            raise ConfigError(
                 "Score mode needs discrete valid actions for every env; "
                 "use PolicyConfig(mode='generate') for continuous or free-text envs."
             )

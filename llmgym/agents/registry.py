@@ -104,9 +104,9 @@ def _baseline(kind: str) -> AgentFactory:
         """``env_kwargs`` (``gym.make`` options of the text env) minus the text wrappers' own
         go to the base env the baseline plans or trains on."""
         from llmgym.agents.baselines import make_baseline
-        from llmgym.envs.registration import _WRAPPER_KWARGS
+        from llmgym.envs.registration import WRAPPER_KWARGS
 
-        base_kwargs = {k: v for k, v in (env_kwargs or {}).items() if k not in _WRAPPER_KWARGS}
+        base_kwargs = {k: v for k, v in (env_kwargs or {}).items() if k not in WRAPPER_KWARGS}
         return make_baseline(kind, env_id, seed=seed, **base_kwargs)
 
     return factory

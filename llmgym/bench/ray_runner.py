@@ -37,16 +37,12 @@ from llmgym.bench.runner import (
     run_episodes,
     wants_exact,
 )
-from llmgym.errors import LLMGymError
+from llmgym.errors import RayBenchError
 
 #: How often Ray reruns a task whose worker process died (killed, out of memory, node lost).
 MAX_RETRIES = 3
 #: A worker's agents, by (name, env or None for LLM agents, seed); see ``cached_agent``.
 _AGENTS: dict[tuple[str, str | None, int], TextAgent] = {}
-
-
-class RayBenchError(LLMGymError, RuntimeError):
-    """A Ray task failed for good (its worker died on every retry)."""
 
 
 def chunks(seeds: Sequence[int], size: int) -> list[list[int]]:
@@ -130,7 +126,8 @@ def run_bench_ray(
     (``None``: the cluster ``RAY_ADDRESS`` names, else the one this machine runs, else a new
     local one; ``"local"``: always a new local one; ``"auto"``: the cluster this machine
     joined; ``"HOST:6379"``: a cluster's head), shut down again at the end. The CLI's
-    ``--ray local`` passes ``None``, so it joins a running cluster when there is one.
+    bare ``--ray`` (or ``--ray local``) passes ``None``, so it joins a running cluster when
+    there is one.
     ``on_skip(env, agent, reason)`` is called once per cell an agent cannot play.
 
     SB3 agents whose model is not cached yet are trained once here, on the driver, before any

@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 from llmgym.envs.catalog import CATALOG, DEFAULT_EPISODES
+from llmgym.errors import ConfigError
 
 #: Suite name -> text env ids, in leaderboard order (from the catalog). ``all`` is every
 #: suite, deduplicated.
@@ -25,11 +26,11 @@ EPISODES: dict[str, int] = {e.id: e.episodes for e in CATALOG}
 
 
 def suite_envs(name: str) -> list[str]:
-    """The env ids of a suite (``all`` for every suite); ValueError if unknown."""
+    """The env ids of a suite (``all`` for every suite); ``ConfigError`` if unknown."""
     if name == "all":
         return list(dict.fromkeys(env for envs in SUITES.values() for env in envs))
     if name not in SUITES:
-        raise ValueError(f"Unknown suite {name!r}: use one of {', '.join([*SUITES, 'all'])}.")
+        raise ConfigError(f"Unknown suite {name!r}: use one of {', '.join([*SUITES, 'all'])}.")
     return list(SUITES[name])
 
 

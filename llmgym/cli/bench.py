@@ -15,15 +15,47 @@ import time
 from pathlib import Path
 
 import typer
+from typer.core import TyperCommand
 
 from llmgym.agents.registry import check_agent_name, split_agent_names
 from llmgym.cli.checks import check_cache, check_output_dir, fail
 from llmgym.envs.registration import base_env_id
-from llmgym.errors import AgentError
+from llmgym.errors import AgentError, RayBenchError
 
 
 def _missing(err: ModuleNotFoundError) -> typer.Exit:
     return fail(f'{err.name} is not installed: pip install "llmgym[baselines]".')
+
+
+#: What a bare ``--ray`` means: the Ray session ``ray.init()`` finds or starts on this machine.
+RAY_LOCAL = "local"
+
+
+def optional_value(args: list[str], option: str, value: str) -> list[str]:
+    """``args`` with ``value`` after each bare ``option`` (last, or followed by another option):
+    click's optional-value option (``is_flag=False, flag_value=...``), which typer lacks.
+
+    Example:
+        >>> optional_value(["--ray", "--seed", "3"], "--ray", "local")
+        ['--ray', 'local', '--seed', '3']
+        >>> optional_value(["--ray"], "--ray", "local")
+        ['--ray', 'local']
+        >>> optional_value(["--ray", "HEAD:6379"], "--ray", "local")
+        ['--ray', 'HEAD:6379']
+    """
+    out = []
+    for i, arg in enumerate(args):
+        out.append(arg)
+        if arg == option and (i + 1 == len(args) or args[i + 1].startswith("-")):
+            out.append(value)
+    return out
+
+
+class _BenchCommand(TyperCommand):
+    """``bench``, whose ``--ray`` takes an optional address (``--ray`` = ``--ray local``)."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, optional_value(args, "--ray", RAY_LOCAL))
 
 
 def register(app: typer.Typer) -> None:
@@ -65,7 +97,7 @@ def register(app: typer.Typer) -> None:
 
     app.add_typer(baselines, name="baselines")
 
-    @app.command("bench")
+    @app.command("bench", cls=_BenchCommand)
     def bench(
         suite: str = typer.Option("classic", help="classic, language or all."),
         agents: str = typer.Option(
@@ -86,17 +118,18 @@ def register(app: typer.Typer) -> None:
         ),
         ray: str | None = typer.Option(
             None,
-            metavar="ADDRESS",
-            help="Run the cells' chunks of seeds as Ray tasks: 'local' (the cluster RAY_ADDRESS "
-            "names or this machine runs, else a new one here), 'auto' (the cluster this machine "
-            "joined) or HEAD:6379. Needs llmgym[ray].",
+            metavar="[ADDRESS]",
+            help="Run the cells' chunks of seeds as Ray tasks. Bare --ray (or 'local'): "
+            "ray.init() here (the cluster RAY_ADDRESS names or this machine runs, else a new "
+            "one with this machine's cores); 'auto' (the cluster this machine joined) or "
+            "HEAD:6379 (a cluster's head). Needs llmgym[ray].",
         ),
     ) -> None:
         """Score agents on a suite over fixed seeds: JSONL rows, leaderboard.md and .png.
         Finished episodes are skipped on rerun, so an interrupted run resumes."""
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-        from llmgym.bench.ray_runner import RayBenchError, run_bench_ray
+        from llmgym.bench.ray_runner import run_bench_ray
         from llmgym.bench.report import markdown_table, write_report
         from llmgym.bench.runner import load_rows, pending_seeds, run_bench
         from llmgym.bench.suites import suite_envs
@@ -165,7 +198,7 @@ def register(app: typer.Typer) -> None:
                     )
                 else:
                     progress.update(task, description=f"bench on Ray ({ray})")
-                    address = None if ray == "local" else ray
+                    address = None if ray == RAY_LOCAL else ray
                     run_bench_ray(
                         env_ids,
                         names,

@@ -29,7 +29,8 @@ from llmgym.wrappers.text_observation import TextObservation
 CURATED: dict[str, Describer] = {
     e.env_class: e.describer for e in CATALOG if e.env_class and e.describer is not None
 }
-_WRAPPER_KWARGS = ("history", "on_invalid", "invalid_penalty", "describer", "parser")
+#: ``make_text_env`` keyword arguments that configure the wrappers, not the base env.
+WRAPPER_KWARGS = ("history", "on_invalid", "invalid_penalty", "describer", "parser")
 #: Step cap for envs registered without a time limit (CliffWalking), in training and benches.
 DEFAULT_MAX_STEPS = 200
 
@@ -77,7 +78,7 @@ def make_text_env(base_id: str, **kwargs: Any) -> gym.Env:
     """Entry point of ``Text-<base_id>``: keyword arguments named like ``wrap``'s go to the
     wrappers, all others to the base env (``gym.make("Text-FrozenLake-v1", is_slippery=False)``).
     The time limit is applied once, by the text env's own registration."""
-    wrapper_kwargs = {k: kwargs.pop(k) for k in _WRAPPER_KWARGS if k in kwargs}
+    wrapper_kwargs = {k: kwargs.pop(k) for k in WRAPPER_KWARGS if k in kwargs}
     spec = dataclasses.replace(gym.spec(base_id), max_episode_steps=None)
     base = gym.make(spec, disable_env_checker=True, **kwargs)
     return wrap(base, **wrapper_kwargs)
@@ -142,6 +143,7 @@ def text_env_ids() -> list[str]:
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
+    "WRAPPER_KWARGS",
     "ParseResult",
     "base_env_id",
     "describer_for",

@@ -7,22 +7,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmgym.errors import ConfigError
+
 
 def make_text_env(env_id: str, **make_kwargs: Any) -> Any:
     """``gym.make(env_id)`` for a registered text env, with a one-sentence error otherwise.
 
     Example:
-        >>> make_text_env("Text-Nope-v0")
+        >>> make_text_env("Text-Nope-v0")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: Unknown environment 'Text-Nope-v0'; run `llmgym envs` to list the text envs.
+        llmgym.errors.ConfigError: Unknown environment 'Text-Nope-v0'; run `llmgym envs` to ...
     """
     import gymnasium as gym
 
     import llmgym  # noqa: F401  (registers the Text-* envs)
 
     if env_id not in gym.registry:
-        raise ValueError(
+        raise ConfigError(
             f"Unknown environment {env_id!r}; run `llmgym envs` to list the text envs."
         )
     return gym.make(env_id, **make_kwargs)

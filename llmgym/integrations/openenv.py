@@ -29,6 +29,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
 from pydantic import Field
 
+from llmgym.errors import ConfigError
 from llmgym.integrations import make_text_env
 
 
@@ -158,7 +159,7 @@ def create_server_app(env_id: str, max_sessions: int = 4, **make_kwargs: Any) ->
     from openenv.core.env_server.http_server import create_app
 
     if max_sessions < 1:
-        raise ValueError(f"max_sessions must be 1 or more, not {max_sessions}.")
+        raise ConfigError(f"max_sessions must be 1 or more, not {max_sessions}.")
     return create_app(
         text_environment_class(env_id, **make_kwargs),
         TextAction,

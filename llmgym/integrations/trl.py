@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from llmgym.errors import ConfigError
 from llmgym.integrations import make_text_env
 from llmgym.integrations.trl_rollout import SEED_KEY, EpisodeRollout, rollout_func
 
@@ -169,7 +170,7 @@ def environment_factory(
     if per_action_tools:
         tools = [_tool_name(a) for a in names]
         if not names or len(set(tools)) != len(tools):
-            raise ValueError(
+            raise ConfigError(
                 f"{env_id} has no fixed set of distinctly named actions; "
                 "use per_action_tools=False (one `act` tool)."
             )
@@ -197,7 +198,7 @@ def episode_dataset(
 
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     if not seed_list:
-        raise ValueError("seeds must name at least one episode.")
+        raise ConfigError("seeds must name at least one episode.")
     rows = []
     env = make_text_env(env_id, **make_kwargs)
     for s in seed_list:

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from llmgym.errors import ConfigError
 from llmgym.integrations import make_text_env
 
 SEED_KEY = "llmgym_seed"
@@ -65,7 +66,7 @@ class EpisodeRollout:
         make_kwargs: dict[str, Any] | None = None,
     ) -> None:
         if max_turns < 1:
-            raise ValueError(f"max_turns must be 1 or more, not {max_turns}.")
+            raise ConfigError(f"max_turns must be 1 or more, not {max_turns}.")
         self.env_id = env_id
         self.max_turns = max_turns
         self.max_new_tokens = max_new_tokens

@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 from llmgym.envs.describers import CHARSET, Describer
-from llmgym.errors import InvalidActionError
+from llmgym.errors import ConfigError, InvalidActionError
 from llmgym.parsing import ParseResult, parse_box, parse_discrete
 
 MAX_ACTION_CHARS = 4_096
@@ -48,7 +48,7 @@ def make_parser(
             return ParseResult(r.ok, r.method, action, r.error, r.clipped)
 
         return parse
-    raise ValueError(
+    raise ConfigError(
         f"llmgym cannot parse text into a {type(action_space).__name__} action space; "
         "pass parser=<a function from text to llmgym.parsing.ParseResult> to TextAction."
     )
@@ -120,7 +120,7 @@ class TextAction(gym.ActionWrapper):
     ) -> None:
         super().__init__(env)
         if on_invalid not in ON_INVALID:
-            raise ValueError(
+            raise ConfigError(
                 f"on_invalid must be one of {', '.join(ON_INVALID)}, not {on_invalid!r}."
             )
         self.on_invalid = on_invalid

@@ -51,7 +51,18 @@ class TextObservation(gym.ObservationWrapper):
     def observation(self, observation: Any) -> str:
         return sanitize(self.describer.describe(observation, self.env.unwrapped))
 
-    def _with_prompt(self, info: dict[str, Any], raw_obs: Any) -> dict[str, Any]:
+    def with_prompt(self, info: dict[str, Any], raw_obs: Any) -> dict[str, Any]:
+        """A copy of ``info`` with the prompt facts this wrapper adds: ``system_prompt``,
+        ``valid_actions`` and ``raw_obs``.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> from llmgym.envs.toy_text import BLACKJACK
+            >>> env = TextObservation(gym.make("Blackjack-v1"), BLACKJACK)
+            >>> info = env.with_prompt({"prob": 1.0}, (7, 10, 0))
+            >>> info["prob"], info["valid_actions"], info["raw_obs"]
+            (1.0, ['stick', 'hit'], (7, 10, 0))
+        """
         return {
             **info,
             "system_prompt": self.system_prompt,
@@ -63,7 +74,7 @@ class TextObservation(gym.ObservationWrapper):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         raw_obs, info = self.env.reset(seed=seed, options=options)
-        return self.observation(raw_obs), self._with_prompt(info, raw_obs)
+        return self.observation(raw_obs), self.with_prompt(info, raw_obs)
 
     def step(self, action: Any) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         raw_obs, reward, terminated, truncated, info = self.env.step(action)
@@ -72,5 +83,5 @@ class TextObservation(gym.ObservationWrapper):
             reward,
             terminated,
             truncated,
-            self._with_prompt(info, raw_obs),
+            self.with_prompt(info, raw_obs),
         )

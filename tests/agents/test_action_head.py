@@ -64,6 +64,34 @@ def test_zero_initialised_head_leaves_the_policy_unchanged():
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-6)
 
 
+def test_the_vllm_backend_refuses_an_action_head_in_one_sentence():
+    from llmgym.errors import ConfigError, LLMGymError
+
+    _, tokenizer = tiny_model()
+    config = PolicyConfig(backend="vllm", vllm_url="http://127.0.0.1:9")
+    with pytest.raises(ConfigError, match="action_head=false") as info:
+        LLMPolicy(None, tokenizer, config, head=ActionHead(8, 8))
+    assert isinstance(info.value, LLMGymError) and "\n" not in str(info.value)
+
+
+def test_policies_over_one_frozen_model_share_a_memo():
+    model, tokenizer = tiny_model()
+    hidden = model.config.hidden_size
+    embed = model.get_input_embeddings().weight.shape[1]
+    config = PolicyConfig(mode="score", greedy=True)
+    first, second = (
+        LLMPolicy(model, tokenizer, config, head=ActionHead(hidden, embed), memoize=True)
+        for _ in range(2)
+    )
+    memo: dict = {}
+    assert first.share_memo(memo) is memo and second.share_memo(memo) is memo
+    info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
+    [a] = first.act([ROOMS[0][0]], [info])
+    assert len(memo) == 1
+    [b] = second.act([ROOMS[0][0]], [info])
+    assert len(memo) == 1 and a.logprobs == pytest.approx(b.logprobs, abs=1e-6)
+
+
 @pytest.mark.parametrize("algo", ALGOS)
 @pytest.mark.parametrize("head_optimizer, head_lr", [("sgd", 1.0), ("adamw", 0.05)])
 def test_head_learns_a_contextual_bandit_on_a_frozen_model(algo, head_optimizer, head_lr, tmp_path):

@@ -38,16 +38,12 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from llmgym.errors import LLMGymError
+from llmgym.errors import VLLMError
 
 #: vLLM's cap on ``logprob_token_ids`` per request.
 MAX_TOKEN_IDS = 128
 #: Sampled one-prompt requests in flight at once (generate mode).
 MAX_CONCURRENT = 64
-
-
-class VLLMError(LLMGymError, ValueError):
-    """The server cannot be reached or refused a request (one sentence saying what to do)."""
 
 
 def prefix_requests(candidates: Sequence[Sequence[int]]) -> dict[tuple[int, ...], list[int]]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmgym.errors import ConfigError
+
 ALGOS = ("ppo", "grpo", "reinforce")
 
 
@@ -26,7 +28,7 @@ def config_class(algo: str) -> type:
         from llmgym.agents.trainers.reinforce import ReinforceConfig
 
         return ReinforceConfig
-    raise ValueError(f"Unknown algorithm {algo!r}; choose one of {', '.join(ALGOS)}.")
+    raise ConfigError(f"Unknown algorithm {algo!r}; choose one of {', '.join(ALGOS)}.")
 
 
 def trainer_class(algo: str) -> type:

@@ -43,6 +43,7 @@ from llmgym.agents.trainers.losses import (
     k3_kl,
     token_clipped_surrogate,
 )
+from llmgym.errors import ConfigError
 from llmgym.rollout import Episode, Step, play
 
 
@@ -82,11 +83,11 @@ class GRPOTrainer(Trainer):
     def setup(self) -> None:
         cfg = self.config
         if cfg.group_level not in ("episode", "step"):
-            raise ValueError(f"group_level must be 'episode' or 'step', not {cfg.group_level!r}")
+            raise ConfigError(f"group_level must be 'episode' or 'step', not {cfg.group_level!r}.")
         if cfg.group_size < 2:
-            raise ValueError("GRPO needs group_size >= 2 (advantages are relative to a group).")
+            raise ConfigError("GRPO needs group_size >= 2 (advantages are relative to a group).")
         if self.processes.num > self.num_groups:
-            raise ValueError(
+            raise ConfigError(
                 f"{self.processes.num} processes need at least as many groups per update "
                 f"(episodes_per_update / group_size), not {self.num_groups}."
             )

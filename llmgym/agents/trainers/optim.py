@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmgym.errors import ConfigError
+
 
 class Optimizers:
     """The optimizers of one trainer, used as a single ``torch.optim.Optimizer``:
@@ -52,7 +54,7 @@ class Optimizers:
         the head had its own optimizer) restores a single optimizer."""
         states = state["optimizers"] if "optimizers" in state else [state]
         if len(states) != len(self.optimizers):
-            raise ValueError(
+            raise ConfigError(
                 f"The checkpoint has {len(states)} optimizer states for {len(self.optimizers)} "
                 "optimizers; resume with the run's own head_optimizer."
             )

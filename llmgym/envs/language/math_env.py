@@ -18,7 +18,7 @@ When the reference answer is a number, the first number of the extracted text is
 scores it; the reward is 1.0 for a fully correct answer and 0.0 otherwise (partial credit is
 reported in ``info["verifier_score"]``). Nothing is ever evaluated as code: only datasets
 whose verifiers never evaluate text are offered (``SAFE_DATASETS``); any other name is
-refused with a ValueError.
+refused with a ``ConfigError`` (a ``ValueError``).
 
 With ``max_turns=1`` (single-step) every answer ends the episode. With ``max_turns > 1``
 (``Text-GSM-Stepwise-v0``: 8 turns) a turn without a final answer is an intermediate step
@@ -59,7 +59,8 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from llmgym.envs.describers import CHARSET
-from llmgym.parsing import MAX_SCAN_CHARS, _json_values
+from llmgym.errors import ConfigError
+from llmgym.parsing import MAX_SCAN_CHARS, json_values
 from llmgym.wrappers.text_action import MAX_ACTION_CHARS
 from llmgym.wrappers.text_observation import MAX_OBSERVATION_CHARS, sanitize
 
@@ -148,7 +149,7 @@ def extract_answer(text: str, numeric: bool = True) -> tuple[str | None, str]:
     text = text[-MAX_SCAN_CHARS:] if isinstance(text, str) else str(text)
     candidates: list[tuple[str, str]] = [
         (str(value), "json")
-        for value in reversed(_json_values(text))
+        for value in reversed(json_values(text))
         if isinstance(value, (str, int, float)) and not isinstance(value, bool)
     ]
     boxed = _boxed(text)
@@ -270,16 +271,16 @@ SAFE_DATASETS = frozenset(
 
 
 def check_dataset(dataset: str) -> None:
-    """Raise ValueError unless ``dataset`` is in ``SAFE_DATASETS``.
+    """Raise ``ConfigError`` unless ``dataset`` is in ``SAFE_DATASETS``.
 
     Example:
         >>> check_dataset("intermediate_integration")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: Dataset 'intermediate_integration' is not offered: ...
+        llmgym.errors.ConfigError: Dataset 'intermediate_integration' is not offered: ...
     """
     if dataset not in SAFE_DATASETS:
-        raise ValueError(
+        raise ConfigError(
             f"Dataset {dataset!r} is not offered: its reasoning-gym verifier can run answer text "
             "as code; pick one of llmgym.envs.language.math_env.SAFE_DATASETS."
         )
@@ -324,9 +325,9 @@ class ReasoningEnv(gym.Env):
         split: str = "all",
     ) -> None:
         if max_turns < 1:
-            raise ValueError(f"max_turns must be at least 1, not {max_turns}.")
+            raise ConfigError(f"max_turns must be at least 1, not {max_turns}.")
         if split not in SPLITS:
-            raise ValueError(f"split must be one of {', '.join(SPLITS)}, not {split!r}.")
+            raise ConfigError(f"split must be one of {', '.join(SPLITS)}, not {split!r}.")
         self.split = split
         self.dataset_name = dataset
         self.max_turns = max_turns

@@ -44,6 +44,7 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from llmgym.envs.describers import CHARSET
+from llmgym.errors import ConfigError
 from llmgym.parsing import parse_discrete
 from llmgym.wrappers.text_action import MAX_ACTION_CHARS
 from llmgym.wrappers.text_observation import MAX_OBSERVATION_CHARS, sanitize
@@ -93,7 +94,7 @@ def game_file(family: str, game_id: int) -> Path:
     from textworld.generator import compile_game
 
     if family not in FAMILIES:
-        raise ValueError(f"Unknown TextWorld family {family!r}; choose one of {list(FAMILIES)}.")
+        raise ConfigError(f"Unknown TextWorld family {family!r}; choose one of {list(FAMILIES)}.")
     folder = cache_dir() / textworld.__version__ / family
     path = folder / f"game_{game_id}.z8"
     if path.exists():
@@ -138,11 +139,11 @@ class TextWorldEnv(gym.Env):
 
     def __init__(self, family: str = "simple", num_games: int = 100) -> None:
         if family not in FAMILIES:
-            raise ValueError(
+            raise ConfigError(
                 f"Unknown TextWorld family {family!r}; choose one of {list(FAMILIES)}."
             )
         if num_games < 1:
-            raise ValueError(f"num_games must be at least 1, not {num_games}.")
+            raise ConfigError(f"num_games must be at least 1, not {num_games}.")
         self.family = family
         self.num_games = num_games
         self.observation_space = spaces.Text(
