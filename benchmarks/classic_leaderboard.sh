@@ -26,13 +26,8 @@ LAKE="llm:smollm2-135m@benchmarks/weights/rl/frozenlake-slippery-ppo-s0"
 $B --envs Text-Blackjack-v1 --agents "$BJ" --episodes 200
 $B --envs Text-FrozenLake-v1 --agents "$LAKE" --episodes 20
 
-# One leaderboard over every recorded row.
-python - "$OUT" <<'PY'
-import sys
-from llmgym.bench.report import write_report
-from llmgym.bench.suites import SUITES
-agents = ["random", "optimal", "sb3-ppo", "sb3-dqn", "llm:smollm2-135m", "llm:smollm2-135m,mode=generate",
-          "llm:smollm2-135m@benchmarks/weights/rl/blackjack-ppo-s0",
-          "llm:smollm2-135m@benchmarks/weights/rl/frozenlake-slippery-ppo-s0"]
-write_report(sys.argv[1], SUITES["classic"], agents, "bash benchmarks/classic_leaderboard.sh")
-PY
+# One leaderboard over every recorded row: leaderboard.md, the two charts and, for the committed
+# folder, the README's leaderboard block (python benchmarks/leaderboard_readme.py redoes this
+# step alone, from the records, without playing anything).
+if [ "$OUT" = benchmarks/results/classic ]; then README=; else README=--no-readme; fi
+python benchmarks/leaderboard_readme.py --output "$OUT" $README

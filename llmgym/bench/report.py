@@ -179,6 +179,49 @@ def markdown_table(stats: Sequence[CellStats]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def summary_table(stats: Sequence[CellStats], default_machine: str | None = None) -> str:
+    """The leaderboard without the run-time columns (parse rate, env-steps/s): mean return and
+    normalized score with their 95 % CIs, exact value and training cost; then a line naming
+    the machine(s) the training wall times were measured on (``default_machine`` for records
+    that name none). One machine goes in that line, several in each cell.
+
+    Example:
+        >>> cell = CellStats("Text-E-v0", "sb3-ppo", 30, 0.5, 0.25, 0.75, 0.5, (0.25, 0.75),
+        ...                  1.0, 100.0, training=TrainingCost(50_000, 120.0))
+        >>> print(summary_table([cell], "a 2-core CPU"))
+        | env | agent | episodes | mean return [95 % CI] | normalized [95 % CI] | exact | trained on (env steps) |
+        |---|---|---:|---:|---:|---:|---:|
+        | E-v0 | sb3-ppo | 30 | 0.500 [0.250, 0.750] | 0.50 [0.25, 0.75] | — | 50,000 (2.0 min) |
+        <BLANKLINE>
+        Training wall times (in brackets) were measured on a 2-core CPU.
+        <BLANKLINE>
+    """  # noqa: E501
+    timed = [s.training for s in stats if s.training is not None and s.training.wall_s]
+    machines = list(dict.fromkeys(c.machine or default_machine or "?" for c in timed))
+    lines = [
+        "| env | agent | episodes | mean return [95 % CI] | normalized [95 % CI] | exact "
+        "| trained on (env steps) |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for s in stats:
+        normalized = "—"
+        if s.normalized is not None and s.normalized_ci is not None:
+            low, high = s.normalized_ci
+            normalized = f"{s.normalized:.2f} [{low:.2f}, {high:.2f}]"
+        exact = "—" if s.exact is None else f"{s.exact:.4f}"
+        trained = training_text(s.training)
+        if len(machines) > 1 and s.training is not None and s.training.wall_s:
+            trained = f"{trained[:-1]}, {s.training.machine or default_machine or '?'})"
+        lines.append(
+            f"| {s.env_id.removeprefix('Text-')} | {s.agent} | {s.episodes} | "
+            f"{_num(s.mean)} [{_num(s.ci_low)}, {_num(s.ci_high)}] | {normalized} | {exact} | "
+            f"{trained} |"
+        )
+    if len(machines) == 1:
+        lines += ["", f"Training wall times (in brackets) were measured on {machines[0]}."]
+    return "\n".join(lines) + "\n"
+
+
 def plot(stats: Sequence[CellStats], path: Path) -> None:
     """Grouped bars of normalized score per env and agent, with the normalized 95 % CI."""
     import matplotlib
@@ -266,9 +309,33 @@ NOTES = """
   for `random`); no sampling error.
 - **trained on**: env steps (and wall time, this project's 2-core CPU) the agent was trained
   for: 0 for random, optimal and zero-shot LLMs; SB3 from `sb3_models.json` or its cache
-  record; a trained LLM (`llm:MODEL@RUN`) from its run; `?` where unknown.
+  record; a trained LLM (`llm:MODEL@RUN`) from its run's `result.json`, else the training
+  record whose `weights` is RUN (`benchmarks/results/rl/NAME.json`, with its command), else
+  RUN's `trainer_state.json` (env steps only); `?` where unknown.
   `leaderboard_cost.png` plots normalized score against it.
 """
+
+
+def leaderboard_stats(
+    output: Path, env_ids: Sequence[str], agents: Sequence[str]
+) -> list[CellStats]:
+    """The leaderboard lines of all episodes recorded under ``output`` on ``env_ids``:
+    ``agents`` first, then any other agent an earlier run recorded (cells may hold different
+    episode counts; their first seeds are shared), with exact values and training costs."""
+    from llmgym.bench.runner import EXACT_FILE, load_rows
+
+    output = Path(output)
+    rows = load_rows(output)
+    exact = {(r["env_id"], r["agent"]): r["exact_return"] for r in load_rows(output, EXACT_FILE)}
+    earlier = [r["agent"] for r in rows if r["env_id"] in env_ids]
+    names = list(dict.fromkeys([*agents, *earlier]))
+    costs = {(e, a): training_cost(a, e, output) for e in env_ids for a in names}
+    return summarize(rows, env_ids, names, exact, costs)
+
+
+def report_text(stats: Sequence[CellStats], command: str) -> str:
+    """The text of ``leaderboard.md``: the table made by ``command``, then the notes."""
+    return f"# Leaderboard\n\nMade by `{command}`.\n\n{markdown_table(stats)}{NOTES}"
 
 
 def write_report(
@@ -278,20 +345,11 @@ def write_report(
     command: str,
     chart: bool = True,
 ) -> list[CellStats]:
-    """Write ``leaderboard.md`` (and ``leaderboard.png``) under ``output`` from all episodes
-    recorded there on ``env_ids``: ``agents`` first, then any other agent an earlier run
-    recorded (cells may hold different episode counts; their first seeds are shared)."""
-    from llmgym.bench.runner import EXACT_FILE, load_rows
-
+    """Write ``leaderboard.md`` (and ``leaderboard.png``, ``leaderboard_cost.png``) under
+    ``output`` from ``leaderboard_stats(output, env_ids, agents)``."""
     output = Path(output)
-    rows = load_rows(output)
-    exact = {(r["env_id"], r["agent"]): r["exact_return"] for r in load_rows(output, EXACT_FILE)}
-    earlier = [r["agent"] for r in rows if r["env_id"] in env_ids]
-    names = list(dict.fromkeys([*agents, *earlier]))
-    costs = {(e, a): training_cost(a, e, output) for e in env_ids for a in names}
-    stats = summarize(rows, env_ids, names, exact, costs)
-    text = f"# Leaderboard\n\nMade by `{command}`.\n\n{markdown_table(stats)}{NOTES}"
-    (output / "leaderboard.md").write_text(text)
+    stats = leaderboard_stats(output, env_ids, agents)
+    (output / "leaderboard.md").write_text(report_text(stats, command))
     if chart and stats:
         plot(stats, output / "leaderboard.png")
         plot_cost(stats, output / "leaderboard_cost.png")

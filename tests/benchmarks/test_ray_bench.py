@@ -110,9 +110,33 @@ def test_cli_bench_on_ray_writes_the_leaderboard_and_skips_what_cannot_play(tmp_
     app = typer.Typer()
     register(app)
     args = ["bench", "--envs", "Text-Pendulum-v1", "--episodes", "2"]
-    args += ["--agents", "optimal,sb3-dqn", "--output", str(tmp_path), "--ray", "local"]
+    args += ["--agents", "optimal,sb3-dqn", "--output", str(tmp_path), "--ray"]  # no address
     result = CliRunner().invoke(app, [*args, "--batch-size", "1"])
     assert result.exit_code == 0, result.output
     assert "skip sb3-dqn on Text-Pendulum-v1: DQN needs discrete actions" in result.output
     assert "| Text-Pendulum-v1 | optimal | 2 |" in result.output
     assert len(load_rows(tmp_path)) == 2
+
+
+@pytest.mark.parametrize(
+    ("ray_args", "address"),
+    [
+        (["--ray"], None),  # bare, last: ray.init() here
+        (["--ray", "--batch-size", "4"], None),  # bare, before another option
+        (["--ray", "local"], None),
+        (["--ray=local"], None),
+        (["--ray", "auto"], "auto"),
+        (["--ray", "HEAD:6379", "--batch-size", "4"], "HEAD:6379"),
+    ],
+)
+def test_cli_ray_address_is_optional(tmp_path, monkeypatch, ray_args, address):
+    import llmgym.bench.ray_runner as ray_runner
+
+    calls = []
+    monkeypatch.setattr(ray_runner, "run_bench_ray", lambda *a, **kw: calls.append(kw) or [])
+    app = typer.Typer()
+    register(app)
+    args = ["bench", "--envs", "Text-Blackjack-v1", "--agents", "random", "--episodes", "1"]
+    result = CliRunner().invoke(app, [*args, "--output", str(tmp_path), *ray_args])
+    assert result.exit_code == 0, result.output
+    assert [kw["address"] for kw in calls] == [address]
