@@ -39,6 +39,10 @@ from llmgym.errors import AgentError
 BASELINE_NAMES = ("random", "optimal", "sb3-ppo", "sb3-dqn", "sb3-a2c")
 
 
+#: Mixed into the random agent's seeds, so its streams are not the env's (see ``_stream``).
+RANDOM_AGENT_SALT = 0x5EED_A6E7
+
+
 class RandomAgent(BaselineAgent):
     """Uniformly random actions from the action space, seeded; in text envs whose valid
     actions vary (TextWorld's admissible commands), a uniformly random valid action.
@@ -51,7 +55,7 @@ class RandomAgent(BaselineAgent):
     Example:
         >>> agent = RandomAgent(gym.make("CartPole-v1"), seed=0)
         >>> [agent.act(None) for _ in range(5)]
-        [1, 1, 1, 0, 0]
+        [0, 1, 0, 1, 0]
         >>> def play(seeds):  # six batched steps of episodes ``seeds``
         ...     agent = RandomAgent(gym.make("CartPole-v1"), seed=0)
         ...     agent.seed_episodes(seeds)
@@ -70,10 +74,15 @@ class RandomAgent(BaselineAgent):
         self._rows: list[int] | None = None
 
     def _stream(self, seed: int) -> tuple[spaces.Space, np.random.Generator]:
-        """A seeded copy of the action space and a generator for valid-action picks."""
+        """A seeded copy of the action space and a generator for valid-action picks, both
+        derived from ``seed`` and a salt: seeded with ``seed`` itself, the space would draw the
+        very numbers the env seeded with the same episode seed draws (gymnasium seeds both the
+        same way), and the actions would follow the cards (random Blackjack at -0.33, not -0.40).
+        """
+        sequence = np.random.SeedSequence([RANDOM_AGENT_SALT, seed])
         space = copy.deepcopy(self.action_space)
-        space.seed(seed)
-        return space, np.random.default_rng(seed)
+        space.seed(int(sequence.generate_state(1)[0]))
+        return space, np.random.default_rng(sequence)
 
     def seed_episodes(self, seeds: Sequence[int]) -> None:
         """Row ``i`` of the following ``act_batch`` calls belongs to episode ``seeds[i]``."""

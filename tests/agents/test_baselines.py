@@ -95,6 +95,24 @@ def test_random_agent_is_seeded():
     assert [a.act(0) for _ in range(20)] == [b.act(0) for _ in range(20)]
 
 
+def test_random_agent_seeded_per_episode_is_not_the_envs_stream():
+    """Seeded by the episode seed, the agent must not draw the numbers the env draws with it:
+    that made random Blackjack worth -0.33 (the uniform random policy is worth -0.40)."""
+    env = gym.make("Text-Blackjack-v1")
+    agent = make_baseline("random", "Text-Blackjack-v1")
+    returns = []
+    for seed in range(5000):
+        obs, info = env.reset(seed=seed)
+        agent.seed_episodes([seed])
+        done, total = False, 0.0
+        while not done:
+            [action] = agent.act_batch([obs], [info])
+            obs, reward, terminated, truncated, info = env.step(action)
+            total, done = total + reward, terminated or truncated
+        returns.append(total)
+    assert abs(np.mean(returns) - (-0.40)) < 0.035  # 95 % CI of 5,000 episodes: +-0.027
+
+
 def test_batched_and_single_actions_agree():
     env = gym.make("Text-Blackjack-v1")
     agent = make_baseline("optimal", "Text-Blackjack-v1")
