@@ -45,6 +45,9 @@ from llmgym.wrappers.text_observation import TextObservation
 EXACT_ENVS = ("BlackjackEnv", "FrozenLakeEnv", "TaxiEnv", "CliffWalkingEnv")
 #: States answered per ``act`` call.
 BATCH_SIZE = 256
+#: Observations per forward pass of an LLM agent in ``agent_act`` (as the bench's batches):
+#: 256 Taxi prompts with six candidates each in one pass held ~18 GB of KV cache.
+LLM_BATCH_SIZE = 32
 #: ``act(observations, infos) -> answers``: one answer string per text observation.
 Act = Callable[[list[str], list[dict[str, Any]]], list[str]]
 
@@ -224,7 +227,11 @@ def agent_act(agent: TextAgent) -> Act:
             return list(agent.act_batch(observations, infos))
         policy.config = dataclasses.replace(config, greedy=True, history=0)
         try:
-            return list(agent.act_batch(observations, infos))
+            answers: list[str] = []
+            for i in range(0, len(observations), LLM_BATCH_SIZE):
+                chunk = slice(i, i + LLM_BATCH_SIZE)
+                answers += agent.act_batch(observations[chunk], infos[chunk])
+            return answers
         finally:
             policy.config = config
 

@@ -211,3 +211,30 @@ def test_bench_records_the_exact_value(tmp_path):
     stats = {s.agent: s for s in write_report(tmp_path, [LAKE], ["random", "optimal"], "t", False)}
     assert stats["random"].exact is None and round(stats["optimal"].exact, 4) == 0.7402
     assert "| 0.7402 |" in (tmp_path / "leaderboard.md").read_text()
+
+
+def test_an_llm_agent_answers_the_states_in_bounded_batches():
+    """All of an env's states in one forward pass held ~18 GB of KV cache on Taxi."""
+    from types import SimpleNamespace
+
+    from llmgym.agents.exact import LLM_BATCH_SIZE
+    from llmgym.agents.policy import PolicyConfig
+
+    sizes: list[int] = []
+
+    class Recorder:
+        policy = SimpleNamespace(config=PolicyConfig())
+
+        def reset(self, seed):
+            pass
+
+        def act_batch(self, observations, infos):
+            assert self.policy.config.greedy  # acting greedily during the call
+            sizes.append(len(observations))
+            return [str(o) for o in observations]
+
+    agent = Recorder()
+    answers = agent_act(agent)(list(range(70)), [{}] * 70)
+    assert answers == [str(i) for i in range(70)]
+    assert sizes == [LLM_BATCH_SIZE, LLM_BATCH_SIZE, 70 - 2 * LLM_BATCH_SIZE]
+    assert not agent.policy.config.greedy  # restored
