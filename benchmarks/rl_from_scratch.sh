@@ -16,11 +16,29 @@ LLMGYM=${LLMGYM:-.venv/bin/llmgym}
 HEAD="--set train_backbone=false --set update_epochs=8 --set temperature=2.0 --set ent_coef=0.05
       --set anneal_lr=true"
 
+# A run longer than a session: `SNAPSHOT=1 bash benchmarks/rl_from_scratch.sh NAME` (from another
+# shell, while it runs) copies its newest checkpoint to benchmarks/runs/NAME, small enough to
+# commit; `RESUME=1 bash benchmarks/rl_from_scratch.sh NAME` continues from runs/rl/NAME, or else
+# from that committed snapshot, with the same command.
+snapshot() {  # snapshot NAME: the run's config, curve and newest checkpoint (no TensorBoard)
+  local src=runs/rl/$1 dst=benchmarks/runs/$1
+  local latest; latest=$(cat "$src/checkpoints/latest")
+  rm -rf "$dst" && mkdir -p "$dst/checkpoints"
+  cp "$src/run.json" "$src/metrics.csv" "$src/start_eval.json" "$dst/"
+  cp -r "$src/checkpoints/$latest" "$dst/checkpoints/" && echo "$latest" > "$dst/checkpoints/latest"
+  echo "snapshot of $src ($latest) in $dst"
+}
+
 run() {  # run NAME ENV ARGS...
   local name=$1 env=$2; shift 2
-  local out=runs/rl/$name
+  local out=runs/rl/$name resume=()
+  if [ -n "${RESUME:-}" ]; then
+    if [ ! -d "$out" ]; then mkdir -p runs/rl && cp -r "benchmarks/runs/$name" "$out"; fi
+    resume=(--resume)
+  fi
   OMP_NUM_THREADS=1 $LLMGYM train "$env" --threads 1 --no-progress --output "$out" \
-    --policy-out "benchmarks/weights/rl/$name" --result-json "benchmarks/results/rl/$name.json" "$@"
+    --policy-out "benchmarks/weights/rl/$name" --result-json "benchmarks/results/rl/$name.json" \
+    "${resume[@]}" "$@"
   cp "$out/metrics.csv" "benchmarks/results/rl/$name.csv"
   cp "$out/learning_curve.png" "benchmarks/results/rl/$name.png"
 }
@@ -55,6 +73,10 @@ ALL=(blackjack-ppo-s0 blackjack-ppo-s1 blackjack-ppo-s2 blackjack-grpo-s0 blackj
      frozenlake-noslip-ppo-s0 frozenlake-noslip-ppo-s1 frozenlake-noslip-ppo-s2
      frozenlake-slippery-ppo-s0 arithmetic-reinforce-s0 arithmetic-reinforce-s1
      cartpole-ppo-s0)
+if [ -n "${SNAPSHOT:-}" ]; then
+  for name in "$@"; do snapshot "$name"; done
+  exit 0
+fi
 for name in "${@:-${ALL[@]}}"; do
   case $name in
     blackjack-ppo-s*) blackjack "$name" ppo "${name##*-s}" --set value_lr=3e-3 --set gae_lambda=0.5 ;;
@@ -70,8 +92,7 @@ for name in "${@:-${ALL[@]}}"; do
     frozenlake-slippery-ppo-s0)
       run "$name" Text-FrozenLake-v1 --algo ppo --seed 0 --steps 30000 --episodes-per-update 64 \
         --eval-every 5 $LAKE --set gamma=0.99 ;;
-    cartpole-ppo-s0)  # hours here; continue a stopped run with `llmgym train Text-CartPole-v1
-      # --output runs/rl/cartpole-ppo-s0 --steps 20000 --resume --final-eval-episodes 20 ...`
+    cartpole-ppo-s0)  # hours here; continue a stopped run with RESUME=1 (see above)
       run "$name" Text-CartPole-v1 --algo ppo --seed 0 --steps 20000 --num-envs 16 \
         --episodes-per-update 16 --eval-every 10 --eval-episodes 4 --final-eval-episodes 20 \
         --set train_backbone=false --set temperature=2.0 --set head_optimizer=adamw \
