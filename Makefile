@@ -52,7 +52,8 @@ $(VLLM_STAMP):
 	$(VLLM_PIP) uninstall -y torchvision torchaudio torchcodec
 	touch $(VLLM_STAMP)
 
-# Parity of the vLLM backend with transformers, against a vLLM server started (and always
+# Parity of the vLLM backend with transformers and a short training run acting through vLLM
+# (the adapter hot-loaded after each update), against a vLLM server started (and always
 # stopped) by benchmarks/with_vllm_server.sh (~5 min on 2 cores, after the one-time install).
 test-vllm: $(STAMP) $(VLLM_STAMP)
 	benchmarks/with_vllm_server.sh $(PY) -m pytest -s -p no:cacheprovider tests/agents/test_vllm_parity.py

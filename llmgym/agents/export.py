@@ -103,7 +103,7 @@ def export_run(run: str | Path, out: str | Path, *, merge: bool = False) -> Path
             "the whole model."
         )
     else:
-        _write_adapter(trainer, out)
+        write_adapter(trainer, out)
     info = {
         "kind": "merged" if merge else "peft_adapter",
         "run": str(Path(run).resolve()),
@@ -124,7 +124,9 @@ def _acting_fields(policy_config: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if k not in ("greedy", "seed")}
 
 
-def _write_adapter(trainer: Any, out: Path) -> None:
+def write_adapter(trainer: Any, out: str | Path) -> None:
+    """Write ``trainer``'s LoRA weights (merged adapters folded in) as a PEFT adapter directory
+    ``out``; also what a trainer acting through vLLM hot-loads after each update."""
     from peft import get_peft_model_state_dict
     from safetensors.torch import save_file
 
@@ -136,6 +138,7 @@ def _write_adapter(trainer: Any, out: Path) -> None:
     lora.r *= len(states)
     lora.lora_alpha *= len(states)
     name = trainer.config.policy.model
+    out = Path(out)
     lora.base_model_name_or_path = get_model_defaults(name).hub_id if name != "tiny" else name
     out.mkdir(parents=True, exist_ok=True)
     lora.save_pretrained(str(out))
@@ -152,4 +155,4 @@ def _write_merged(trainer: Any, out: Path) -> None:
     trainer.tokenizer.save_pretrained(str(out))
 
 
-__all__ = ["INFO_FILE", "ExportError", "export_run", "fold_adapters"]
+__all__ = ["INFO_FILE", "ExportError", "export_run", "fold_adapters", "write_adapter"]

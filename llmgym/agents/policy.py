@@ -229,6 +229,15 @@ class LLMPolicy:
         #: The model work (``llmgym.agents.backends``): ``backend`` if given, else transformers
         #: in this process or a vLLM server (``config.backend``).
         self.backend: Any = backend if backend is not None else self._default_backend(model)
+        #: The backend that recomputes log-probs (with gradients) for updates: the acting one,
+        #: except when the policy acts through a vLLM server and has its model here (training
+        #: through vLLM): then transformers on that local copy.
+        self.update_backend: Any = self.backend
+        if self.config.backend == "vllm" and model is not None:
+            pad = self.tokenizer.pad_token_id
+            local = TransformersBackend(model, pad, self.device, self.config.prefix_cache)
+            local.on_new_weights = self._memo.clear
+            self.update_backend = local
 
     def _default_backend(self, model: Any) -> Any:
         if self.config.backend == "hf":
@@ -322,6 +331,8 @@ class LLMPolicy:
         done automatically when the weights change) and drop the memoised features (call it
         after changing a frozen backbone's weights)."""
         self.backend.sync_weights()
+        if self.update_backend is not self.backend:
+            self.update_backend.sync_weights()
         self._memo.clear()
 
     def share_memo(self, memo: dict[tuple[Any, ...], Any]) -> dict[tuple[Any, ...], Any]:
@@ -561,7 +572,7 @@ class LLMPolicy:
         if self.memoize:
             hidden, lm = self._score_features(prompts, candidates, actions, shared=shared_prefix)
         else:
-            hidden, token_logprobs = self.backend.score(
+            hidden, token_logprobs = self.update_backend.score(
                 prompts, candidates, hidden=True, shared=shared_prefix
             )
             lm = [self._scores(t, a) for t, a in zip(token_logprobs, actions)]
@@ -574,7 +585,7 @@ class LLMPolicy:
         return PolicyOutput(torch.stack(logprob), torch.stack(entropy), hidden)
 
     def _evaluate_generate(self, samples: Sequence[ActionSample]) -> PolicyOutput:
-        token_logprobs, entropy, hidden = self.backend.completion_logprobs(
+        token_logprobs, entropy, hidden = self.update_backend.completion_logprobs(
             [s.prompt_ids for s in samples],
             [s.completion_ids for s in samples],
             self.config.temperature,

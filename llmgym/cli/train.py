@@ -76,6 +76,15 @@ def train(
         help="Model weights: auto (float32 on CPU, bfloat16 on a GPU) | float32 | bfloat16 | "
         "float16.",
     ),
+    backend: str = typer.Option(
+        "",
+        help="Act with: hf (transformers, the default) | vllm (a running vLLM server; updates "
+        "stay in transformers, the LoRA adapter is hot-loaded after each).",
+    ),
+    vllm_url: str = typer.Option("", help="With --backend vllm: the server, http://HOST:PORT."),
+    vllm_model: str = typer.Option(
+        "", help="With --backend vllm: the served base model's name (default: the first listed)."
+    ),
     result_json: str = typer.Option("", help="Also write the result JSON here."),
     policy_out: str = typer.Option(
         "", help="Write the trained policy (small, no optimizer) here (default OUTPUT/policy)."
@@ -85,7 +94,7 @@ def train(
     """Train an LLM agent with online RL (LoRA) in a text env; log, checkpoint, evaluate, plot."""
     try:
         from llmgym.agents.trainers import ALGOS, checkpoints, config_class, trainer_class
-        from llmgym.agents.trainers.base import EVAL_SEED_BASE
+        from llmgym.agents.trainers.base import EVAL_SEED_BASE, check_vllm_training
     except ImportError as error:
         raise fail(
             f"Training needs the train extra ({error.name} is missing): "
@@ -132,6 +141,11 @@ def train(
     )
     if lr > 0:
         values["learning_rate"] = lr
+    if backend not in ("", "hf", "vllm"):
+        raise fail(f"Unknown --backend {backend!r}; use hf or vllm.")
+    acting = {"backend": backend, "vllm_url": vllm_url, "vllm_model": vllm_model}
+    acting = {k: v for k, v in acting.items() if v}  # given ones (a resume keeps the run's)
+    values |= acting
     overrides = key_values(set_, "--set")
     check_overrides(cls, overrides)
     check_env_kwargs(env_id, values["env_kwargs"])
@@ -147,10 +161,11 @@ def train(
             "total_episodes": episodes,
             "progress": not no_progress,
             "output_dir": output,  # the run may have been moved or copied
-        }
+        } | acting  # the server may have moved
         values, build = saved | budget, cls.from_dict
     try:
         config = build(values)
+        check_vllm_training(config)  # before the model loads
     except (LLMGymError, ValueError) as error:
         raise fail(str(error)) from None
     command = "llmgym " + " ".join(shlex.quote(a) for a in sys.argv[1:])

@@ -1,11 +1,13 @@
 """The vLLM client without vLLM: a fake OpenAI-compatible server on 127.0.0.1 whose log-prob
-of token t after a prompt of n tokens is -(t + n) / 1000, and the one-sentence errors."""
+of token t after a prompt of n tokens is -(t + n) / 1000 (and which records adapter loads),
+the one-sentence errors, and training through it (weight sync, the log-prob gap metric)."""
 
 from __future__ import annotations
 
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +18,7 @@ from llmgym.errors import LLMGymError
 
 class FakeVLLM(BaseHTTPRequestHandler):
     requests: list[dict] = []
+    adapters: list[tuple[str, dict, bool]] = []  # (route, body, adapter dir complete)
 
     def log_message(self, *args) -> None:  # quiet
         pass
@@ -33,6 +36,12 @@ class FakeVLLM(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path != "/v1/completions":  # adapter loading: record what the server saw
+            lora_path = body.get("lora_path", "")
+            exists = bool(lora_path) and (Path(lora_path) / "adapter_config.json").is_file()
+            FakeVLLM.adapters.append((self.path, body, exists))
+            self._reply({})
+            return
         FakeVLLM.requests.append(body)
         ids = body.get("logprob_token_ids") or []
         choices = [
@@ -55,6 +64,7 @@ def server():
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     FakeVLLM.requests = []
+    FakeVLLM.adapters = []
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
 
@@ -138,3 +148,115 @@ def test_errors_are_one_sentence():
     assert issubclass(VLLMError, LLMGymError) and issubclass(VLLMError, ValueError)
     with pytest.raises(ValueError, match="backend must be one of hf, vllm"):
         PolicyConfig(backend="sglang")
+
+
+def test_sync_weights_loads_the_new_adapter_and_unloads_the_old(server, tmp_path):
+    client = VLLMServer(server)
+    with pytest.raises(VLLMError, match="no adapter writer"):
+        client.sync_weights()
+    written = []
+
+    def write(path):
+        path.mkdir(parents=True)
+        (path / "adapter_config.json").write_text("{}")
+        written.append(path)
+
+    client.use_adapters(write, tmp_path / "adapters", prefix="run")
+    client.sync_weights()
+    assert client.model == "run-1" and client.base_model == "fake-model"
+    route, body, complete = FakeVLLM.adapters[-1]
+    assert route == "/v1/load_lora_adapter" and complete
+    assert (body["lora_name"], body["lora_path"]) == ("run-1", str(written[0].resolve()))
+    client.sync_weights()
+    assert client.model == "run-2"
+    routes = [(r, b["lora_name"]) for r, b, _ in FakeVLLM.adapters]
+    assert routes == [
+        ("/v1/load_lora_adapter", "run-1"),
+        ("/v1/load_lora_adapter", "run-2"),
+        ("/v1/unload_lora_adapter", "run-1"),
+    ]
+    assert not written[0].exists() and written[1].exists()  # the replaced adapter is deleted
+    client.candidate_logprobs([[1]], [[[10]]])
+    assert FakeVLLM.requests[-1]["model"] == "run-2"  # acting uses the newest adapter
+
+
+def _vllm_trainer(server, tmp_path, algo="reinforce", **extra):
+    pytest.importorskip("peft")
+    from llmgym.agents.testing import tiny_model
+    from llmgym.agents.trainers import make_trainer
+
+    config = dict(total_env_steps=100) | extra
+    return make_trainer(
+        algo,
+        tiny_model(),
+        env_id="Text-Blackjack-v1",
+        num_envs=2,
+        episodes_per_update=2,
+        action_head=False,
+        backend="vllm",
+        vllm_url=server,
+        device="cpu",
+        progress=False,
+        output_dir=str(tmp_path / "run"),
+        **config,
+    )
+
+
+@pytest.mark.parametrize("algo", ["reinforce", "ppo"])
+def test_training_through_vllm_logs_the_gap_and_hot_loads_each_update(server, tmp_path, algo):
+    import numpy as np
+
+    trainer = _vllm_trainer(server, tmp_path, algo)
+    assert trainer.policy.backend is trainer.vllm
+    assert trainer.policy.update_backend is not trainer.vllm  # updates stay in transformers
+    episodes = trainer.collect()
+    assert FakeVLLM.requests and all(r["model"] == "fake-model" for r in FakeVLLM.requests)
+    samples = [s.sample for e in episodes for s in e.steps]
+    trainer.model.train()
+    recomputed = [float(x) for out in trainer.recompute(samples) for x in out.logprob]
+    want = np.mean([abs(s.logprobs[0] - r) for s, r in zip(samples, recomputed)])
+    metrics = trainer.train_on_episodes(episodes)
+    # The fake server's log-probs are not the tiny model's: the gap is large and exact.
+    assert metrics["perf/vllm_logprob_gap"] == pytest.approx(want, rel=1e-5) and want > 0.01
+    assert metrics["perf/vllm_logprob_gap_max"] >= metrics["perf/vllm_logprob_gap"]
+    route, body, complete = FakeVLLM.adapters[-1]
+    assert route == "/v1/load_lora_adapter" and complete
+    adapter = Path(body["lora_path"])
+    assert adapter.parent == (tmp_path / "run" / "vllm_adapters").resolve()
+    assert (adapter / "adapter_model.safetensors").is_file()
+    assert trainer.vllm.model == body["lora_name"] == "llmgym-run-1"
+    trainer.train_on_episodes(trainer.collect())
+    assert FakeVLLM.requests[-1]["model"] == "llmgym-run-1"  # the second batch acted with it
+    assert [(r, b["lora_name"]) for r, b, _ in FakeVLLM.adapters[1:]] == [
+        ("/v1/load_lora_adapter", "llmgym-run-2"),
+        ("/v1/unload_lora_adapter", "llmgym-run-1"),
+    ]
+    if algo != "reinforce":
+        return
+    # --resume: the checkpoint's adapter is loaded before anything acts.
+    trainer.save_checkpoint()
+    resumed = _vllm_trainer(server, tmp_path, algo, total_env_steps=1)  # budget already spent
+    assert resumed.vllm.model == "fake-model"
+    resumed.evaluate = lambda *args, **kwargs: dict.fromkeys(
+        ("mean_return", "ci95", "success_rate", "parse_rate", "mean_length"), 0.0
+    )
+    loads = len(FakeVLLM.adapters)
+    resumed.train(resume=True)
+    route, body, _ = FakeVLLM.adapters[loads]
+    assert route == "/v1/load_lora_adapter" and resumed.vllm.model == body["lora_name"]
+
+
+def test_train_cli_refuses_an_action_head_in_one_sentence(tmp_path):
+    from typer.testing import CliRunner
+
+    from llmgym.cli import app
+
+    args = ["train", "Text-Blackjack-v1", "--model", "tiny", "--backend", "vllm"]
+    args += ["--vllm-url", "http://127.0.0.1:9", "--output", str(tmp_path / "run")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    message = " ".join(result.output.split())
+    assert message.count(". ") == 0 and "--set action_head=false" in message
+    assert not (tmp_path / "run").exists()  # refused before any work
+    result = CliRunner().invoke(app, [*args, "--set", "action_head=false", "--set", "lora=false"])
+    assert result.exit_code == 2 and "LoRA" in result.output

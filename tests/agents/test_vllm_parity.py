@@ -155,3 +155,48 @@ def test_an_action_head_is_refused(backends):
     config = PolicyConfig(backend="vllm", vllm_url=URL)
     with pytest.raises(ValueError, match="action_head=false"):
         LLMPolicy(None, tokenizer, config, head=ActionHead(8, 8))
+
+
+def test_training_through_vllm_hot_loads_the_adapter_after_each_update(tmp_path):
+    """A short REINFORCE run (LoRA, no action head) acting through the server: after each
+    update the adapter is hot-loaded under a new name, and the served score-mode distribution
+    moves with it and matches the transformers policy on the trainer's own weights."""
+    from llmgym.agents.models import load_model
+    from llmgym.agents.policy import LLMPolicy, PolicyConfig
+    from llmgym.agents.trainers import make_trainer
+
+    model, tokenizer = load_model("smollm2-135m", device="cpu")  # fresh: LoRA wraps it
+    trainer = make_trainer(
+        "reinforce",
+        (model, tokenizer),
+        env_id="Text-Blackjack-v1",
+        num_envs=4,
+        episodes_per_update=8,
+        total_env_steps=1000,
+        learning_rate=5e-3,
+        action_head=False,
+        backend="vllm",
+        vllm_url=URL,
+        device="cpu",
+        progress=False,
+        output_dir=str(tmp_path / "run"),
+    )
+    local = LLMPolicy(trainer.model, tokenizer, PolicyConfig(mode="score"))
+    observations, infos = _prompts("Text-Blackjack-v1")
+    start = np.log(trainer.policy.action_probabilities(observations, infos))
+    previous = start
+    for update in (1, 2):
+        metrics = trainer.train_on_episodes(trainer.collect())
+        assert trainer.vllm.model == f"llmgym-run-{update}"  # hot-loaded under a new name
+        served = np.log(trainer.policy.action_probabilities(observations, infos))
+        want = np.log(local.action_probabilities(observations, infos))
+        gap, moved = np.abs(served - want).max(), np.abs(served - previous).max()
+        print(
+            f"\nupdate {update}: perf/vllm_logprob_gap {metrics['perf/vllm_logprob_gap']:.2e} "
+            f"(max {metrics['perf/vllm_logprob_gap_max']:.2e}); served log pi moved by "
+            f"{moved:.3f}, max |served - transformers| {gap:.2e}"
+        )
+        assert metrics["perf/vllm_logprob_gap"] < 2 * TOLERANCE
+        np.testing.assert_allclose(served, want, atol=2 * TOLERANCE)
+        previous = served
+    assert np.abs(previous - start).max() > 10 * TOLERANCE  # the served policy changed

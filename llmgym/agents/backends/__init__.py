@@ -5,8 +5,9 @@ adds the action head; a backend only runs the model.
 
 - ``hf.TransformersBackend`` (default): a transformers model in this process, with the shared
   prompt-prefix KV cache; everything, gradients included.
-- ``vllm.VLLMServer``: a running vLLM server (OpenAI-compatible API): scoring and generation
-  only (no hidden states, no gradients, no weight sync yet).
+- ``vllm.VLLMServer``: a running vLLM server (OpenAI-compatible API): scoring, generation and
+  weight sync by hot-loading a LoRA adapter (no hidden states, no gradients: a policy that
+  acts through it recomputes log-probs for its updates with a local transformers backend).
 
 Example:
     >>> from llmgym.agents.backends.hf import TransformersBackend

@@ -20,6 +20,13 @@ the server returns token ids and log-probs:
   completion and their log-probs the sample's. The server reports raw log-probs
   (temperature 1) unless it was started with ``--logprobs-mode processed_logprobs``.
 
+Weight sync (training through the server, ``llmgym train --backend vllm``): after each update
+``sync_weights`` writes the LoRA adapter (the writer given to ``use_adapters``), loads it with
+``/v1/load_lora_adapter`` under a new name (``prefix-1``, ``prefix-2``, ...), acts with that
+name and unloads the previous one with ``/v1/unload_lora_adapter``; the server needs
+``--enable-lora`` (``--max-lora-rank`` at least the adapter's rank) and
+``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``.
+
 vLLM returns log-probs, not hidden states: a policy with an action head cannot act here. Only
 the standard library talks HTTP: ``import llmgym`` stays light and ``.venv-vllm`` (the server's
 own venv, whose torch and transformers pins differ) needs no llmgym.
@@ -32,10 +39,12 @@ Example:
 from __future__ import annotations
 
 import json
+import shutil
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from llmgym.errors import VLLMError
@@ -70,7 +79,14 @@ class VLLMServer:
         self.url = url.rstrip("/").removesuffix("/v1")
         self.timeout = timeout
         self.model = model or self._first_model()
+        #: The served base model (``model`` names the adapter in use once one is loaded).
+        self.base_model = self.model
         self.stats = {"generated_tokens": 0}  # counted by the policy
+        self._write_adapter: Callable[[Path], Any] | None = None
+        self._adapter_dir = Path(".")
+        self._adapter_prefix = "llmgym"
+        self._adapter: tuple[str, Path] | None = None  # (name, directory) now served
+        self._syncs = 0
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
         request = urllib.request.Request(
@@ -194,10 +210,36 @@ class VLLMServer:
         )
 
     def sync_weights(self) -> None:
-        raise VLLMError(
-            "The vllm backend does not take up new weights by itself yet: export the adapter "
-            "(`llmgym export`) and load it with VLLMServer.load_adapter."
-        )
+        """Serve the policy's current LoRA weights: write them as a PEFT adapter directory
+        (with the writer given to ``use_adapters``), load it under a new name, act with that
+        name from now on and unload (and delete) the adapter it replaces."""
+        if self._write_adapter is None:
+            raise VLLMError(
+                "This vLLM client has no adapter writer to sync weights with: train through "
+                "`llmgym train --backend vllm`, or call use_adapters(write, directory) first."
+            )
+        self._syncs += 1
+        name = f"{self._adapter_prefix}-{self._syncs}"
+        path = (self._adapter_dir / name).resolve()
+        if path.exists():
+            shutil.rmtree(path)
+        self._write_adapter(path)
+        previous = self._adapter
+        self.load_adapter(name, str(path))
+        self._adapter = (name, path)
+        if previous is not None and previous[0] != name:
+            self.unload_adapter(previous[0])
+            shutil.rmtree(previous[1], ignore_errors=True)
+
+    def use_adapters(
+        self, write: Callable[[Path], Any], directory: str | Path, prefix: str = "llmgym"
+    ) -> None:
+        """Make ``sync_weights`` work: ``write(path)`` writes the current weights as a PEFT
+        adapter directory at ``path`` (under ``directory``, which the server must be able to
+        read: same machine or a shared filesystem); adapters are served as ``prefix-N``."""
+        self._write_adapter = write
+        self._adapter_dir = Path(directory)
+        self._adapter_prefix = prefix
 
     # ---- the server's API ---------------------------------------------------------------
 
@@ -270,6 +312,13 @@ class VLLMServer:
         body = {"lora_name": name, "lora_path": str(path), "load_inplace": True}
         self._post("/v1/load_lora_adapter", body)
         self.model = name
+
+    def unload_adapter(self, name: str) -> None:
+        """Stop serving the adapter ``name``; acting goes back to the base model if it was the
+        one in use."""
+        self._post("/v1/unload_lora_adapter", {"lora_name": name})
+        if self.model == name:
+            self.model = self.base_model
 
 
 __all__ = ["MAX_CONCURRENT", "MAX_TOKEN_IDS", "VLLMError", "VLLMServer", "prefix_requests"]

@@ -102,7 +102,8 @@ def restore_trainer(checkpoint: str, device: str = "auto") -> Any:
         )
     algo = json.loads((path / "trainer_state.json").read_text())["algo"]
     values = json.loads((path / "config.json").read_text())
-    values |= {"device": device, "sft": "none", "progress": False, "num_envs": 1}
+    # A run trained through a vLLM server restores here, with transformers (no server needed).
+    values |= {"device": device, "sft": "none", "progress": False, "num_envs": 1, "backend": "hf"}
     trainer = trainer_class(algo)(config_class(algo).from_dict(values))
     trainer.load_checkpoint(path)
     return trainer

@@ -38,7 +38,7 @@ from llmgym.agents.trainers.likelihood import evaluate_cached, sequence_mean_log
 from llmgym.agents.trainers.logger import MetricsLogger, library_versions
 from llmgym.agents.trainers.optim import Optimizers
 from llmgym.agents.trainers.reference import LoraAndReference, as_list
-from llmgym.errors import TrainingError
+from llmgym.errors import ConfigError, TrainingError
 from llmgym.rollout import Episode, Step, cached, play
 
 EVAL_SEED_BASE = 1_000_000
@@ -85,6 +85,13 @@ class Trainer(LoraAndReference, Checkpointing):
         self.torch = torch
         self.config = config
         config.optim.head_rate()  # a bad head_optimizer fails before the model loads
+        check_vllm_training(config)  # before the model loads too
+        #: The vLLM server the policy acts through (``policy.backend == "vllm"``), else None.
+        self.vllm: Any = None
+        if config.policy.backend == "vllm":
+            from llmgym.agents.backends.vllm import VLLMServer
+
+            self.vllm = VLLMServer(config.policy.vllm_url, config.policy.vllm_model)
         if config.run.num_threads > 0:
             torch.set_num_threads(config.run.num_threads)
         self.run_dir = Path(config.run.output_dir)
@@ -112,6 +119,11 @@ class Trainer(LoraAndReference, Checkpointing):
         self.eval_envs = self.envs
         if config.run.env_id and self.eval_kwargs != config.run.env_kwargs:
             self.eval_envs = make_envs(config.run.env_id, config.run.num_envs, self.eval_kwargs)
+        if self.vllm is not None and self.processes.num > 1:
+            raise TrainingError(
+                "Training through a vLLM server runs in one process; launch it without "
+                "accelerate/torchrun (the server batches the acting)."
+            )
         if self.processes.num > config.run.episodes_per_update:
             raise TrainingError(
                 f"{self.processes.num} processes need at least as many episodes per update, "
@@ -132,6 +144,7 @@ class Trainer(LoraAndReference, Checkpointing):
         self._ref_head: Any = None  # the action head frozen at the last reference refresh
         self.features_frozen = False  # after SFT the head keeps the demos' feature map
         self.first_eval: dict[str, Any] | None = None  # the iteration-0 evaluation of train()
+        self._rollout_outs: tuple[list[int], list[Any]] | None = None  # see rollout_recompute
         if self.policy.head is not None:
             self.extra_modules["action_head"] = self.policy.head
             self.module_lr["action_head"] = config.optim.head_rate()
@@ -174,7 +187,21 @@ class Trainer(LoraAndReference, Checkpointing):
         head = self._make_head()
         memoize = not self.config.optim.train_backbone
         policy_config = policy_config or self.config.policy.acting()
-        return LLMPolicy(self.model, self.tokenizer, policy_config, head=head, memoize=memoize)
+        if self.vllm is not None:  # act through the server; updates recompute locally
+            from llmgym.agents.export import write_adapter
+
+            prefix = f"llmgym-{self.run_dir.name or 'run'}"
+            self.vllm.use_adapters(
+                lambda path: write_adapter(self, path), self.run_dir / "vllm_adapters", prefix
+            )
+        return LLMPolicy(
+            self.model,
+            self.tokenizer,
+            policy_config,
+            head=head,
+            memoize=memoize,
+            backend=self.vllm,
+        )
 
     def _make_head(self) -> Any:
         """The action head (score mode with ``action_head`` on), else None."""
@@ -256,6 +283,20 @@ class Trainer(LoraAndReference, Checkpointing):
         if self.config.optim.prefix_cache_grad:
             return evaluate_cached(self.policy, list(samples))
         return self.policy.evaluate(list(samples))
+
+    def rollout_recompute(self, samples: Sequence[Any]) -> list[Any]:
+        """:meth:`recompute` of the batch being trained on, under the weights that acted (the
+        update's old log-probs); when acting went through vLLM it was already computed for
+        ``perf/vllm_logprob_gap`` before the update, and is reused."""
+        if self._rollout_outs is not None and self._rollout_outs[0] == [id(s) for s in samples]:
+            return self._rollout_outs[1]
+        return self.recompute(samples)
+
+    def sync_acting_weights(self) -> None:
+        """When acting goes through a vLLM server: hot-load the current LoRA weights there
+        (``VLLMServer.sync_weights``); otherwise nothing (the policy acts with the model)."""
+        if self.vllm is not None:
+            self.vllm.sync_weights()
 
     def recompute(self, samples: Sequence[Any]) -> list[Any]:
         """``evaluate_samples`` without autograd, ``micro_batch_size`` samples at a time: the
@@ -439,6 +480,7 @@ class Trainer(LoraAndReference, Checkpointing):
         main = self.processes.is_main
         if resume:
             self.load_checkpoint()
+            self.sync_acting_weights()  # the server acts with the checkpoint's adapter
         elif main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             checkpoints.start_fresh(self.run_dir)
@@ -454,6 +496,7 @@ class Trainer(LoraAndReference, Checkpointing):
                 metrics: dict[str, Any] = {}
                 if cfg.sft.source != "none":
                     metrics |= self.sft_warm_start()
+                    self.sync_acting_weights()
                 ev = self.evaluate()
                 self.first_eval = ev  # after the SFT warm start, when there is one
                 metrics |= _eval_metrics(ev) | {"perf/eval_s": time.perf_counter() - start}
@@ -529,10 +572,16 @@ class Trainer(LoraAndReference, Checkpointing):
         metrics: dict[str, Any] = {}
         if clean:
             self._refresh_head_features(clean)
-            metrics = self.update(clean)
+            gap = self._vllm_gap(clean)
+            try:
+                metrics = self.update(clean)
+            finally:
+                self._rollout_outs = None
+            metrics |= gap
             self.adapt_entropy(metrics.get("charts/entropy"))
             if self.config.sft.during_rl > 0:
                 metrics |= self._continued_sft(clean)
+            self.sync_acting_weights()
         self.iteration += 1
         return (
             metrics
@@ -547,6 +596,20 @@ class Trainer(LoraAndReference, Checkpointing):
                 **self._module_rates(),
             }
         )
+
+    def _vllm_gap(self, episodes: list[Episode]) -> dict[str, float]:
+        """Acting through vLLM: recompute the batch's log-probs here (no gradient, the weights
+        that acted) and compare them with the ones the server returned (kept for
+        :meth:`rollout_recompute`)."""
+        if self.vllm is None:
+            return {}
+        samples = [s.sample for e in episodes for s in e.steps]
+        if not samples:
+            return {}
+        outs = self.recompute(samples)
+        self._rollout_outs = ([id(s) for s in samples], outs)
+        mean, largest = logprob_gap(samples, outs)
+        return {"perf/vllm_logprob_gap": mean, "perf/vllm_logprob_gap_max": largest}
 
     def all_episodes(self, episodes: list[Episode]) -> list[Episode]:
         """The batch of every process (for metrics): one process's own episodes; with several,
@@ -671,6 +734,53 @@ class Trainer(LoraAndReference, Checkpointing):
 
 # --------------------------------------------------------------------------------------------
 # Helpers
+
+
+def check_vllm_training(config: Any) -> None:
+    """Refuse, in one sentence, what cannot train through a vLLM server (``policy.backend ==
+    "vllm"``): an action head (vLLM returns no hidden states) and anything but a LoRA adapter
+    on the language model (the only weights hot-loaded after each update)."""
+    policy = config.policy
+    if policy.backend != "vllm":
+        return
+    if policy.action_head and policy.mode == "score":
+        raise ConfigError(
+            "vLLM returns log-probs, not hidden states, so a policy with an action head "
+            "cannot act through it; train with `--set action_head=false` to use the vllm backend."
+        )
+    if not config.optim.train_backbone or not config.lora.enabled:
+        raise ConfigError(
+            "Training through vLLM hot-loads a LoRA adapter after each update, so it needs "
+            "LoRA on the language model (lora=true, train_backbone=true); a full fine-tune or "
+            "a frozen model trains with the hf backend."
+        )
+
+
+def logprob_gap(samples: Sequence[Any], outs: Sequence[Any]) -> tuple[float, float]:
+    """Mean and largest |acted - recomputed| log-prob over the action tokens of ``samples``:
+    per completion token in generate mode, per action (log pi of the chosen candidate) in
+    score mode. ``outs``: ``recompute(samples)`` (one output per chunk).
+
+    Example:
+        >>> import torch
+        >>> from types import SimpleNamespace as NS
+        >>> samples = [NS(logprobs=[-1.0, -2.0]), NS(logprobs=[-0.5])]
+        >>> outs = [NS(logprob=None, token_logprobs=[torch.tensor([-1.1, -2.0]),
+        ...                                          torch.tensor([-0.2])])]
+        >>> [round(x, 4) for x in logprob_gap(samples, outs)]
+        [0.1333, 0.3]
+    """
+    tokens = [t for out in outs for t in (getattr(out, "token_logprobs", None) or [])]
+    if tokens:
+        recomputed = [as_list(t.detach().float().cpu()) for t in tokens]
+    else:
+        recomputed = [[v] for out in outs for v in as_list(out.logprob.detach().float().cpu())]
+    gaps = [
+        abs(float(a) - float(b))
+        for sample, row in zip(samples, recomputed, strict=True)
+        for a, b in zip(as_list(sample.logprobs), row, strict=True)
+    ]
+    return (float(np.mean(gaps)), float(np.max(gaps))) if gaps else (0.0, 0.0)
 
 
 def evaluation_kwargs(env_kwargs: dict[str, Any]) -> dict[str, Any]:

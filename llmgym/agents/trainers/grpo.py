@@ -241,7 +241,7 @@ class GRPOTrainer(Trainer):
         return mean_stats(history) | {"grpo/informative_samples": n_informative}
 
     def _old_logprobs(self, samples: list[Any]) -> tuple[Any, list[Any] | None]:
-        outs = self.recompute(samples)
+        outs = self.rollout_recompute(samples)
         logps = self.torch.cat([out.logprob.float() for out in outs])
         tokens = [t.float() for out in outs for t in getattr(out, "token_logprobs", None) or []]
         return logps, (tokens or None)

@@ -113,7 +113,7 @@ class PPOTrainer(Trainer):
     def _rollout_stats(self, samples: list[Any]) -> tuple[Any, Any, list[Any] | None]:
         """Old log-probs, values and (generate mode) old token log-probs, without autograd."""
         torch = self.torch
-        outs = self.recompute(samples)
+        outs = self.rollout_recompute(samples)
         with torch.no_grad():
             values = torch.cat([self.value(out.hidden) for out in outs])
         logps = torch.cat([out.logprob.float() for out in outs])
