@@ -95,6 +95,7 @@ def train(
     try:
         from llmgym.agents.trainers import ALGOS, checkpoints, config_class, trainer_class
         from llmgym.agents.trainers.base import EVAL_SEED_BASE, check_vllm_training
+        from llmgym.agents.trainers.logger import machine_description
     except ImportError as error:
         raise fail(
             f"Training needs the train extra ({error.name} is missing): "
@@ -204,6 +205,7 @@ def train(
         "episodes": trainer.episodes_done,
         "updates": trainer.iteration,
         "wall_s": round(wall, 1),  # this invocation only (a resumed run adds to earlier ones)
+        "machine": machine_description(trainer.device),
         "eval_method": final.get("method", "sampled"),
         "start_value": start_value["mean_return"],
         # The same evaluation right after the SFT warm start (the RL run's own starting point).

@@ -291,6 +291,7 @@ def test_cli_train_and_plot(tmp_path):
         "command",
     ):
         assert key in data
+    assert "CPU" in data["machine"]  # what wall_s was measured on
     assert (out / "learning_curve.png").exists()
     assert (out / "checkpoints" / "latest").exists()
     assert (out / "run.json").exists()

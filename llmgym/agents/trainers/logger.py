@@ -111,4 +111,20 @@ def library_versions() -> dict[str, str]:
     return out
 
 
-__all__ = ["MetricsLogger", "library_versions"]
+def machine_description(device: Any = None) -> str:
+    """What a run's wall time was measured on: CPU architecture and cores, and the GPU when
+    ``device`` is a CUDA device.
+
+    Example:
+        >>> "CPU" in machine_description()
+        True
+    """
+    text = f"{platform.machine()} CPU, {os.cpu_count()} cores"
+    if device is not None and str(device).startswith("cuda"):
+        import torch
+
+        text += f", {torch.cuda.get_device_name(device)}"
+    return text
+
+
+__all__ = ["MetricsLogger", "library_versions", "machine_description"]
