@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --quiet --disable-pip-version-check
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast test-heavy test-fuzz test-vllm demo lint clean
+.PHONY: install test test-fast test-heavy test-fuzz test-vllm test-vllm-inprocess demo lint clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,16 @@ $(VLLM_STAMP):
 # stopped) by benchmarks/with_vllm_server.sh (~5 min on 2 cores, after the one-time install).
 test-vllm: $(STAMP) $(VLLM_STAMP)
 	benchmarks/with_vllm_server.sh $(PY) -m pytest -s -p no:cacheprovider tests/agents/test_vllm_parity.py
+
+# The in-process form (vllm.LLM, vllm_url="inprocess") against transformers: reference numbers
+# from .venv, then the check in .venv-vllm with llmgym from this source tree (PYTHONPATH; its
+# one missing pure-Python dependency, gymnasium, added there with --no-deps).
+INPROCESS_DIR := /tmp/llmgym-vllm-inprocess
+test-vllm-inprocess: $(STAMP) $(VLLM_STAMP)
+	$(VLLM_PIP) install --no-deps gymnasium==1.4.0 farama-notifications==0.0.6
+	$(PY) benchmarks/vllm_inprocess_parity.py reference $(INPROCESS_DIR)
+	VLLM_CPU_KVCACHE_SPACE=1 PYTHONPATH=$(CURDIR) $(VLLM_VENV)/bin/python \
+	    benchmarks/vllm_inprocess_parity.py check $(INPROCESS_DIR)
 
 demo: $(STAMP)
 	$(PY) examples/demo_blackjack.py

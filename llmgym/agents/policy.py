@@ -94,11 +94,14 @@ class PolicyConfig:
     complete (rambling past it costs decode steps for the whole batch)."""
     backend: str = "hf"
     """``hf``: transformers in this process. ``vllm``: act through a running vLLM server
-    (``vllm_url``; ``llmgym.agents.backends.vllm``); log-probs only, so no action head."""
+    (``vllm_url``; ``llmgym.agents.backends.vllm``) or ``vllm.LLM`` in this process
+    (``vllm_url="inprocess"``); log-probs only, so no action head."""
     vllm_url: str = ""
-    """The vLLM server's address, e.g. ``http://127.0.0.1:8000`` (backend ``vllm``)."""
+    """The vLLM server's address, e.g. ``http://127.0.0.1:8000``, or ``inprocess`` for
+    ``vllm.LLM`` in this process (backend ``vllm``)."""
     vllm_model: str = ""
-    """The served model (or loaded adapter) name; empty = the first the server lists."""
+    """The served model (or loaded adapter) name; empty = the first the server lists. In
+    process: the model ``vllm.LLM`` loads; empty = the policy's model."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -245,7 +248,7 @@ class LLMPolicy:
             hf = TransformersBackend(model, pad, self.device, self.config.prefix_cache)
             hf.on_new_weights = self._memo.clear
             return hf
-        from llmgym.agents.backends.vllm import VLLMServer
+        from llmgym.agents.backends.vllm import make_vllm_backend
 
         if self.head is not None:
             raise ConfigError(
@@ -253,7 +256,9 @@ class LLMPolicy:
                 "cannot act through it; train with `--set action_head=false` to use the "
                 "vllm backend."
             )
-        return VLLMServer(self.config.vllm_url, self.config.vllm_model)
+        name = getattr(getattr(model, "config", None), "_name_or_path", "") or ""
+        name = name or getattr(self.tokenizer, "name_or_path", "") or ""
+        return make_vllm_backend(self.config.vllm_url, self.config.vllm_model, name)
 
     @property
     def stats(self) -> dict[str, int]:

@@ -43,7 +43,9 @@ def eval_command(
     history: int | None = typer.Option(None, help="LLM: past turns kept in the prompt."),
     device: str = typer.Option("auto", help="auto, cpu, cuda or mps."),
     backend: str = typer.Option("hf", help="LLM: hf (transformers) or vllm (a vLLM server)."),
-    vllm_url: str = typer.Option("", help="LLM with --backend vllm: the server, http://HOST:PORT."),
+    vllm_url: str = typer.Option(
+        "", help="LLM with --backend vllm: the server, http://HOST:PORT, or inprocess (vllm.LLM)."
+    ),
     progress: bool = typer.Option(True, help="Show a progress bar."),
     exact: bool = typer.Option(
         False,

@@ -81,7 +81,9 @@ def train(
         help="Act with: hf (transformers, the default) | vllm (a running vLLM server; updates "
         "stay in transformers, the LoRA adapter is hot-loaded after each).",
     ),
-    vllm_url: str = typer.Option("", help="With --backend vllm: the server, http://HOST:PORT."),
+    vllm_url: str = typer.Option(
+        "", help="With --backend vllm: the server, http://HOST:PORT, or inprocess (vllm.LLM)."
+    ),
     vllm_model: str = typer.Option(
         "", help="With --backend vllm: the served base model's name (default: the first listed)."
     ),

@@ -260,3 +260,165 @@ def test_train_cli_refuses_an_action_head_in_one_sentence(tmp_path):
     assert not (tmp_path / "run").exists()  # refused before any work
     result = CliRunner().invoke(app, [*args, "--set", "action_head=false", "--set", "lora=false"])
     assert result.exit_code == 2 and "LoRA" in result.output
+
+
+# ---- the in-process form (vllm.LLM) with a fake `vllm` module -----------------------------
+
+
+class FakeLLM:
+    """Records generate calls; the log-prob of token t after a prompt of n tokens is
+    -(t + n) / 1000, the sampled token is 7 (-0.5), as the fake server above."""
+
+    def __init__(self, model: str, **args) -> None:
+        self.args = {"model": model, **args}
+        self.calls: list[tuple[list, object, object]] = []
+        self.llm_engine = self
+        self.added: list = []
+        self.removed: list[int] = []
+
+    def add_lora(self, request) -> bool:
+        self.added.append(request)
+        return True
+
+    def remove_lora(self, lora_id: int) -> bool:
+        self.removed.append(lora_id)
+        return True
+
+    def generate(self, prompts, params, *, use_tqdm=True, lora_request=None):
+        from types import SimpleNamespace as NS
+
+        self.calls.append((prompts, params, lora_request))
+        each = params if isinstance(params, list) else [params] * len(prompts)
+        outputs = []
+        for prompt, p in zip(prompts, each):
+            n = len(prompt["prompt_token_ids"])
+            top = {7: NS(logprob=-0.5)}
+            top.update({t: NS(logprob=-(t + n) / 1000) for t in p.logprob_token_ids or []})
+            outputs.append(NS(outputs=[NS(token_ids=[7], logprobs=[top])]))
+        return outputs
+
+
+@pytest.fixture
+def fake_vllm(monkeypatch):
+    import sys
+    import types
+    from dataclasses import dataclass
+
+    @dataclass
+    class SamplingParams:
+        max_tokens: int = 16
+        temperature: float = 1.0
+        top_p: float = 1.0
+        seed: int | None = None
+        logprobs: int | None = None
+        logprob_token_ids: list | None = None
+        stop_token_ids: list | None = None
+        skip_special_tokens: bool = True
+        include_stop_str_in_output: bool = False
+
+    @dataclass
+    class LoRARequest:
+        lora_name: str
+        lora_int_id: int
+        lora_path: str = ""
+
+    module = types.ModuleType("vllm")
+    module.LLM, module.SamplingParams = FakeLLM, SamplingParams
+    lora, request = types.ModuleType("vllm.lora"), types.ModuleType("vllm.lora.request")
+    request.LoRARequest = LoRARequest
+    for name, mod in (("vllm", module), ("vllm.lora", lora), ("vllm.lora.request", request)):
+        monkeypatch.setitem(sys.modules, name, mod)
+    return module
+
+
+def test_inprocess_maps_requests_and_converts_outputs(fake_vllm, monkeypatch, tmp_path):
+    from llmgym.agents.backends.vllm import make_vllm_backend
+    from llmgym.agents.backends.vllm_inprocess import ENGINE_DEFAULTS, VLLMInProcess
+
+    monkeypatch.setattr(vllm_backend, "MAX_TOKEN_IDS", 2)
+    engine = make_vllm_backend("inprocess", "", str(tmp_path))  # a directory: loaded as is
+    assert isinstance(engine, VLLMInProcess)
+    assert engine.llm.args == {"model": str(tmp_path), **ENGINE_DEFAULTS}
+    assert engine.llm.args["enable_prefix_caching"] and engine.llm.args["enable_lora"]
+    prompts = [[1, 2, 3], [4]]
+    candidates = [[[10, 11], [12]], [[13, 14, 15], [13, 16]]]
+    got = engine.candidate_logprobs(prompts, candidates)
+    want = [
+        [[-(10 + 3) / 1000, -(11 + 4) / 1000], [-(12 + 3) / 1000]],
+        [[-(13 + 1) / 1000, -(14 + 2) / 1000, -(15 + 3) / 1000], [-(13 + 1) / 1000, -0.018]],
+    ]
+    assert got == [[pytest.approx(c) for c in env] for env in want]
+    sent = engine.llm.calls[0]
+    assert sent[0][0] == {"prompt_token_ids": [1, 2, 3]}
+    assert (sent[1].max_tokens, sent[1].temperature, sent[1].logprobs) == (1, 0.0, 2)
+    assert all(len(params.logprob_token_ids) <= 2 for _, params, _ in engine.llm.calls)
+
+    engine.llm.calls = []
+    kwargs = dict(max_tokens=5, stop_token_ids=[9], temperature=0.7, top_p=0.9)
+    rows = engine.complete([[1, 2], [1, 2], [1, 2]], greedy=False, seed=3, **kwargs)
+    assert rows == [([7], [-0.5])] * 3
+    [(batch, params, lora)] = engine.llm.calls  # one call, one SamplingParams per prompt
+    assert len(batch) == 3 and [p.seed for p in params] == [3, 4, 5] and lora is None
+    assert params[0].stop_token_ids == [9] and params[0].include_stop_str_in_output
+    assert (params[0].temperature, params[0].top_p, params[0].logprobs) == (0.7, 0.9, 0)
+    engine.complete([[1, 2], [1, 2]], greedy=True, seed=3, **kwargs)
+    greedy = engine.llm.calls[-1][1]
+    assert greedy.seed is None and greedy.temperature == 0.0 and greedy.skip_special_tokens is False
+
+
+def test_inprocess_sync_weights_makes_a_new_lora_request_each_update(fake_vllm, tmp_path):
+    from llmgym.agents.backends.vllm_inprocess import VLLMInProcess
+
+    engine = VLLMInProcess(str(tmp_path), dtype="float32")
+    assert engine.llm.args["dtype"] == "float32"
+
+    def write(path: Path) -> None:
+        path.mkdir(parents=True)
+        (path / "adapter_config.json").write_text("{}")
+
+    engine.use_adapters(write, tmp_path / "adapters", "llmgym-run")
+    requests = []
+    for update in (1, 2, 3):
+        engine.sync_weights()
+        engine.complete(
+            [[1]], max_tokens=1, stop_token_ids=[], temperature=1.0, top_p=1.0, greedy=True, seed=0
+        )
+        request = engine.llm.calls[-1][2]
+        requests.append(request)
+        assert request.lora_name == engine.model == f"llmgym-run-{update}"
+        assert Path(request.lora_path) == (tmp_path / "adapters" / f"llmgym-run-{update}").resolve()
+        assert (Path(request.lora_path) / "adapter_config.json").is_file()
+    assert [r.lora_int_id for r in requests] == [1, 2, 3]  # a new id per update
+    assert engine.llm.added == requests and engine.llm.removed == [1, 2]
+    assert sorted(p.name for p in (tmp_path / "adapters").iterdir()) == ["llmgym-run-3"]
+    engine.unload_adapter("llmgym-run-3")
+    assert engine.model == engine.base_model and engine._lora is None
+
+
+def test_inprocess_policy_acts_and_refuses_a_head(fake_vllm, tmp_path):
+    from llmgym.agents.action_head import ActionHead
+    from llmgym.agents.policy import LLMPolicy, PolicyConfig
+    from llmgym.agents.testing import text_observations, tiny_tokenizer
+
+    config = PolicyConfig(
+        mode="score", backend="vllm", vllm_url="inprocess", vllm_model=str(tmp_path)
+    )
+    policy = LLMPolicy(None, tiny_tokenizer(), config)
+    observations, infos = text_observations("Text-Blackjack-v1", 2)
+    probs = policy.action_probabilities(observations, infos)
+    assert [len(p) for p in probs] == [2, 2]
+    assert all(abs(sum(p) - 1) < 1e-6 for p in probs)
+    with pytest.raises(ValueError, match="action_head=false"):
+        LLMPolicy(None, tiny_tokenizer(), config, head=ActionHead(8, 8))
+
+
+def test_inprocess_without_vllm_is_one_sentence(monkeypatch):
+    import sys
+
+    from llmgym.agents.backends.vllm import make_vllm_backend
+
+    monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm -> ImportError
+    with pytest.raises(VLLMError, match="--vllm-url http://HOST:PORT instead of inprocess") as e:
+        make_vllm_backend("inprocess", "smollm2-135m")
+    assert isinstance(e.value, LLMGymError) and "\n" not in str(e.value)
+    import llmgym  # noqa: F401  (still light: vllm is imported only when the backend is built)

@@ -8,6 +8,8 @@ adds the action head; a backend only runs the model.
 - ``vllm.VLLMServer``: a running vLLM server (OpenAI-compatible API): scoring, generation and
   weight sync by hot-loading a LoRA adapter (no hidden states, no gradients: a policy that
   acts through it recomputes log-probs for its updates with a local transformers backend).
+- ``vllm_inprocess.VLLMInProcess``: the same with ``vllm.LLM`` in this process
+  (``vllm_url="inprocess"``).
 
 Example:
     >>> from llmgym.agents.backends.hf import TransformersBackend

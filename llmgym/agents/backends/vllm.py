@@ -27,6 +27,11 @@ name and unloads the previous one with ``/v1/unload_lora_adapter``; the server n
 ``--enable-lora`` (``--max-lora-rank`` at least the adapter's rank) and
 ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``.
 
+In-process form (``vllm_url="inprocess"``): ``vllm_inprocess.VLLMInProcess`` runs ``vllm.LLM`` in
+the acting process with the same logic (``VLLMBackend``, below): only the transport differs
+(``_complete``/``_complete_seeded``, ``load_adapter``/``unload_adapter``); ``make_vllm_backend``
+picks the form.
+
 vLLM returns log-probs, not hidden states: a policy with an action head cannot act here. Only
 the standard library talks HTTP: ``import llmgym`` stays light and ``.venv-vllm`` (the server's
 own venv, whose torch and transformers pins differ) needs no llmgym.
@@ -65,22 +70,32 @@ def prefix_requests(candidates: Sequence[Sequence[int]]) -> dict[tuple[int, ...]
     return {prefix: sorted(tokens) for prefix, tokens in out.items()}
 
 
-class VLLMServer:
-    """A client of one OpenAI-compatible vLLM server serving ``model`` (default: the first
-    model the server lists; a LoRA adapter loaded with ``load_adapter`` is served under its
-    own name)."""
+#: ``vllm_url`` value that selects the in-process form (``vllm.LLM``) instead of a server.
+INPROCESS = "inprocess"
 
-    def __init__(self, url: str, model: str = "", timeout: float = 600.0) -> None:
-        if not url:
-            raise VLLMError(
-                "The vllm backend needs the server's URL: pass --vllm-url http://HOST:PORT "
-                "(or PolicyConfig(vllm_url=...))."
-            )
-        self.url = url.rstrip("/").removesuffix("/v1")
-        self.timeout = timeout
-        self.model = model or self._first_model()
-        #: The served base model (``model`` names the adapter in use once one is loaded).
-        self.base_model = self.model
+
+def make_vllm_backend(url: str, model: str = "", source: str = "") -> VLLMBackend:
+    """The vLLM backend for ``PolicyConfig(backend="vllm")``: ``vllm.LLM`` in this process when
+    ``url`` is ``"inprocess"`` (loading ``model``, else ``source``: a short name, directory or
+    Hub id), else a client of the server at ``url`` (serving ``model``)."""
+    if url.strip().lower() == INPROCESS:
+        from llmgym.agents.backends.vllm_inprocess import VLLMInProcess
+
+        return VLLMInProcess(model or source)
+    return VLLMServer(url, model)
+
+
+class VLLMBackend:
+    """What both vLLM forms share: score, generate and weight sync, built on OpenAI-style
+    completion choices (``{"index", "token_ids", "logprobs": {"token_logprobs",
+    "top_logprobs"}}``, top log-probs keyed ``"token_id:N"``). A form implements
+    ``_complete`` (one request, the same parameters for all prompts), ``_complete_seeded``
+    (one seed per prompt), ``load_adapter`` and ``unload_adapter``, and sets ``where`` (for
+    messages), ``model`` and ``base_model``."""
+
+    where = "vLLM"
+
+    def __init__(self) -> None:
         self.stats = {"generated_tokens": 0}  # counted by the policy
         self._write_adapter: Callable[[Path], Any] | None = None
         self._adapter_dir = Path(".")
@@ -88,35 +103,19 @@ class VLLMServer:
         self._adapter: tuple[str, Path] | None = None  # (name, directory) now served
         self._syncs = 0
 
-    def _post(self, path: str, body: dict[str, Any]) -> Any:
-        request = urllib.request.Request(
-            self.url + path, json.dumps(body).encode(), {"Content-Type": "application/json"}
-        )
-        return self._open(request)
+    def _complete(self, prompts: list[list[int]], **params: Any) -> list[dict[str, Any]]:
+        raise NotImplementedError
 
-    def _open(self, request: urllib.request.Request) -> Any:
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                text = response.read().decode()
-        except urllib.error.HTTPError as error:
-            detail = error.read().decode(errors="replace")[:300].replace("\n", " ")
-            raise VLLMError(
-                f"The vLLM server at {self.url} refused {request.full_url} "
-                f"(HTTP {error.code}: {detail})."
-            ) from None
-        except (urllib.error.URLError, OSError) as error:
-            raise VLLMError(
-                f"No vLLM server answers at {self.url} ({getattr(error, 'reason', error)}); "
-                "start one (`vllm serve MODEL`) or fix --vllm-url."
-            ) from None
-        return json.loads(text) if text.strip().startswith(("{", "[")) else text
+    def _complete_seeded(
+        self, prompts: list[list[int]], seeds: list[int], **params: Any
+    ) -> list[dict[str, Any]]:
+        raise NotImplementedError
 
-    def _first_model(self) -> str:
-        models = self._open(urllib.request.Request(self.url + "/v1/models"))
-        names = [m["id"] for m in models.get("data", [])]
-        if not names:
-            raise VLLMError(f"The vLLM server at {self.url} serves no model.")
-        return names[0]
+    def load_adapter(self, name: str, path: str) -> None:
+        raise NotImplementedError
+
+    def unload_adapter(self, name: str) -> None:
+        raise NotImplementedError
 
     def candidate_logprobs(
         self, prompts: Sequence[Sequence[int]], candidates: Sequence[Sequence[Sequence[int]]]
@@ -156,7 +155,7 @@ class VLLMServer:
                     key3 = (b, tuple(c[:j]), int(t))
                     if key3 not in table:
                         raise VLLMError(
-                            f"The vLLM server at {self.url} returned no log-prob for token "
+                            f"{self.where} returned no log-prob for token "
                             f"{int(t)} (requested in logprob_token_ids); use a vLLM that "
                             "supports logprob_token_ids (0.32 or later)."
                         )
@@ -175,12 +174,12 @@ class VLLMServer:
         hidden: bool,
         shared: bool,
     ) -> tuple[None, list[list[Any]]]:
-        """``candidate_logprobs`` as tensors; no hidden states (the server has none to give;
-        the server's own prefix cache does what ``shared`` asks)."""
+        """``candidate_logprobs`` as tensors; no hidden states (vLLM has none to give; its
+        prefix cache does what ``shared`` asks)."""
         import torch
 
         if hidden:
-            raise VLLMError("A vLLM server returns log-probs, not hidden states.")
+            raise VLLMError(f"{self.where} returns log-probs, not hidden states.")
         rows = self.candidate_logprobs(prompts, candidates)
         return None, [[torch.tensor(t) for t in row] for row in rows]
 
@@ -205,7 +204,7 @@ class VLLMServer:
         self, prompts: Sequence[list[int]], completions: Sequence[list[int]], temperature: float
     ) -> Any:
         raise VLLMError(
-            "A vLLM server gives no gradients: train with the hf backend (the default) and act "
+            "vLLM gives no gradients: train with the hf backend (the default) and act "
             "through vLLM with the exported adapter."
         )
 
@@ -231,18 +230,6 @@ class VLLMServer:
             self.unload_adapter(previous[0])
             shutil.rmtree(previous[1], ignore_errors=True)
 
-    def use_adapters(
-        self, write: Callable[[Path], Any], directory: str | Path, prefix: str = "llmgym"
-    ) -> None:
-        """Make ``sync_weights`` work: ``write(path)`` writes the current weights as a PEFT
-        adapter directory at ``path`` (under ``directory``, which the server must be able to
-        read: same machine or a shared filesystem); adapters are served as ``prefix-N``."""
-        self._write_adapter = write
-        self._adapter_dir = Path(directory)
-        self._adapter_prefix = prefix
-
-    # ---- the server's API ---------------------------------------------------------------
-
     def complete(
         self,
         prompts: Sequence[Sequence[int]],
@@ -255,7 +242,7 @@ class VLLMServer:
         seed: int,
     ) -> list[tuple[list[int], list[float]]]:
         """One completion per prompt: (token ids, their log-probs), the stop token included.
-        Sampled prompt i uses seed ``seed + i`` (its own request); greedy ones use none."""
+        Sampled prompt i uses seed ``seed + i``; greedy ones use none."""
         params = {
             "max_tokens": max_tokens,
             "logprobs": 0,
@@ -269,25 +256,76 @@ class VLLMServer:
                 [list(p) for p in prompts], temperature=0.0, top_p=1.0, **params
             )
         else:
-
-            def one(i: int) -> dict[str, Any]:
-                return self._complete(
-                    [list(prompts[i])],
-                    temperature=temperature,
-                    top_p=top_p,
-                    seed=int(seed) + i,
-                    **params,
-                )[0]
-
-            workers = max(1, min(MAX_CONCURRENT, len(prompts)))
-            with ThreadPoolExecutor(workers) as pool:
-                choices = list(pool.map(one, range(len(prompts))))
+            seeds = [int(seed) + i for i in range(len(prompts))]
+            choices = self._complete_seeded(
+                [list(p) for p in prompts], seeds, temperature=temperature, top_p=top_p, **params
+            )
         out = []
         for choice in choices:
             ids = [int(t) for t in choice["token_ids"]]
             logprobs = [float(lp) for lp in choice["logprobs"]["token_logprobs"]]
             out.append((ids, logprobs[: len(ids)]))
         return out
+
+    def use_adapters(
+        self, write: Callable[[Path], Any], directory: str | Path, prefix: str = "llmgym"
+    ) -> None:
+        """Make ``sync_weights`` work: ``write(path)`` writes the current weights as a PEFT
+        adapter directory at ``path`` (under ``directory``, which the server must be able to
+        read: same machine or a shared filesystem); adapters are served as ``prefix-N``."""
+        self._write_adapter = write
+        self._adapter_dir = Path(directory)
+        self._adapter_prefix = prefix
+
+
+class VLLMServer(VLLMBackend):
+    """A client of one OpenAI-compatible vLLM server serving ``model`` (default: the first
+    model the server lists; a LoRA adapter loaded with ``load_adapter`` is served under its
+    own name)."""
+
+    def __init__(self, url: str, model: str = "", timeout: float = 600.0) -> None:
+        if not url:
+            raise VLLMError(
+                "The vllm backend needs the server's URL: pass --vllm-url http://HOST:PORT "
+                "(or PolicyConfig(vllm_url=...); `inprocess` runs vllm.LLM in this process)."
+            )
+        super().__init__()
+        self.url = url.rstrip("/").removesuffix("/v1")
+        self.where = f"The vLLM server at {self.url}"
+        self.timeout = timeout
+        self.model = model or self._first_model()
+        #: The served base model (``model`` names the adapter in use once one is loaded).
+        self.base_model = self.model
+
+    def _post(self, path: str, body: dict[str, Any]) -> Any:
+        request = urllib.request.Request(
+            self.url + path, json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
+        return self._open(request)
+
+    def _open(self, request: urllib.request.Request) -> Any:
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                text = response.read().decode()
+        except urllib.error.HTTPError as error:
+            detail = error.read().decode(errors="replace")[:300].replace("\n", " ")
+            raise VLLMError(
+                f"The vLLM server at {self.url} refused {request.full_url} "
+                f"(HTTP {error.code}: {detail})."
+            ) from None
+        except (urllib.error.URLError, OSError) as error:
+            raise VLLMError(
+                f"No vLLM server answers at {self.url} ({getattr(error, 'reason', error)}); "
+                "start one (`vllm serve MODEL`) or fix --vllm-url."
+            ) from None
+        return json.loads(text) if text.strip().startswith(("{", "[")) else text
+
+    def _first_model(self) -> str:
+        models = self._open(urllib.request.Request(self.url + "/v1/models"))
+        names = [m["id"] for m in models.get("data", [])]
+        if not names:
+            raise VLLMError(f"The vLLM server at {self.url} serves no model.")
+        return names[0]
 
     def _complete(self, prompts: list[list[int]], **params: Any) -> list[dict[str, Any]]:
         body = {
@@ -305,6 +343,21 @@ class VLLMServer:
             )
         return choices
 
+    def _complete_seeded(
+        self, prompts: list[list[int]], seeds: list[int], **params: Any
+    ) -> list[dict[str, Any]]:
+        """vLLM applies a request's seed to each of its prompts: one request per prompt, sent
+        concurrently (the server batches them)."""
+
+        def one(i: int) -> dict[str, Any]:
+            return self._complete([prompts[i]], seed=seeds[i], **params)[0]
+
+        workers = max(1, min(MAX_CONCURRENT, len(prompts)))
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(one, range(len(prompts))))
+
+    # ---- the server's API ---------------------------------------------------------------
+
     def load_adapter(self, name: str, path: str) -> None:
         """Serve the PEFT adapter directory ``path`` as model ``name`` (replacing an adapter of
         that name) and act with it from now on; needs a server started with ``--enable-lora``
@@ -321,4 +374,13 @@ class VLLMServer:
             self.model = self.base_model
 
 
-__all__ = ["MAX_CONCURRENT", "MAX_TOKEN_IDS", "VLLMError", "VLLMServer", "prefix_requests"]
+__all__ = [
+    "INPROCESS",
+    "MAX_CONCURRENT",
+    "MAX_TOKEN_IDS",
+    "VLLMBackend",
+    "VLLMError",
+    "VLLMServer",
+    "make_vllm_backend",
+    "prefix_requests",
+]

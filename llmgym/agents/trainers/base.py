@@ -89,9 +89,10 @@ class Trainer(LoraAndReference, Checkpointing):
         #: The vLLM server the policy acts through (``policy.backend == "vllm"``), else None.
         self.vllm: Any = None
         if config.policy.backend == "vllm":
-            from llmgym.agents.backends.vllm import VLLMServer
+            from llmgym.agents.backends.vllm import make_vllm_backend
 
-            self.vllm = VLLMServer(config.policy.vllm_url, config.policy.vllm_model)
+            policy = config.policy
+            self.vllm = make_vllm_backend(policy.vllm_url, policy.vllm_model, policy.model)
         if config.run.num_threads > 0:
             torch.set_num_threads(config.run.num_threads)
         self.run_dir = Path(config.run.output_dir)
