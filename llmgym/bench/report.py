@@ -193,7 +193,7 @@ def summary_table(stats: Sequence[CellStats], default_machine: str | None = None
         |---|---|---:|---:|---:|---:|---:|
         | E-v0 | sb3-ppo | 30 | 0.500 [0.250, 0.750] | 0.50 [0.25, 0.75] | — | 50,000 (2.0 min) |
         <BLANKLINE>
-        Training wall times (in brackets) were measured on a 2-core CPU.
+        Training wall times (in parentheses) were measured on a 2-core CPU.
         <BLANKLINE>
     """  # noqa: E501
     timed = [s.training for s in stats if s.training is not None and s.training.wall_s]
@@ -218,7 +218,7 @@ def summary_table(stats: Sequence[CellStats], default_machine: str | None = None
             f"{trained} |"
         )
     if len(machines) == 1:
-        lines += ["", f"Training wall times (in brackets) were measured on {machines[0]}."]
+        lines += ["", f"Training wall times (in parentheses) were measured on {machines[0]}."]
     return "\n".join(lines) + "\n"
 
 
