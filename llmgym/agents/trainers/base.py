@@ -817,9 +817,12 @@ def exact_metrics(result: Any) -> dict[str, Any]:
 def load_model_for(name: str, device: str = "auto", dtype: str = "auto") -> tuple[Any, Any]:
     """``load_model`` plus ``tiny`` (a random tiny Llama for tests and smoke runs), with the
     weights in ``dtype`` (``auto``: float32 on CPU, bfloat16 or float16 on a GPU)."""
+    import torch
+
     from llmgym.agents.models import load_model, resolve_device, resolve_dtype
 
-    torch_dtype = resolve_dtype(None if dtype == "auto" else dtype, resolve_device(device))
+    kind = resolve_device(device) if device == "auto" else torch.device(device).type
+    torch_dtype = resolve_dtype(None if dtype == "auto" else dtype, kind)
     if name == "tiny":
         from llmgym.agents.testing import tiny_model
 
