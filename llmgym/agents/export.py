@@ -18,29 +18,16 @@ A policy with an action head (a learned score on the hidden state, added to the 
 not a language model any more: it cannot be exported, and ``export_run`` says so in one
 sentence naming ``--set action_head=false``.
 
-Example:
-    >>> rng = np.random.default_rng(0)
-    >>> a1, a2 = rng.normal(size=(2, 4, 3))  # two rank-2 adapters of a 3 -> 5 linear layer
-    >>> b1, b2 = rng.normal(size=(2, 5, 2))
-    >>> folded = fold_adapters([{"m.lora_A.weight": a1[:2], "m.lora_B.weight": b1},
-    ...                         {"m.lora_A.weight": a2[:2], "m.lora_B.weight": b2}])
-    >>> folded["m.lora_A.weight"].shape, folded["m.lora_B.weight"].shape
-    ((4, 3), (5, 4))
-    >>> delta = folded["m.lora_B.weight"] @ folded["m.lora_A.weight"]
-    >>> bool(np.allclose(delta, b1 @ a1[:2] + b2 @ a2[:2]))
-    True
+The adapter writer and the folding live in ``llmgym.agents.trainers.adapters`` (a trainer acting
+through vLLM writes the same adapter after each update).
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from llmgym.errors import ExportError
 
@@ -48,36 +35,12 @@ from llmgym.errors import ExportError
 INFO_FILE = "llmgym_export.json"
 
 
-def fold_adapters(states: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One LoRA state dict equal to the sum of ``states`` (same modules, same rank each):
-    ``sum_i B_i A_i = [B_1 ... B_k] [A_1; ...; A_k]``. Works on torch tensors and numpy arrays."""
-    cat = _concatenate(states[0])
-    out = {}
-    for key in states[0]:
-        parts = [state[key] for state in states]
-        if ".lora_A." in key:
-            out[key] = cat(parts, 0)
-        elif ".lora_B." in key:
-            out[key] = cat(parts, 1)
-        else:
-            raise ExportError(f"The adapter holds {key!r}, which is not a LoRA matrix.")
-    return out
-
-
-def _concatenate(state: dict[str, Any]) -> Any:
-    first = next(iter(state.values()))
-    if isinstance(first, np.ndarray):
-        return lambda parts, dim: np.concatenate(parts, axis=dim)
-    import torch
-
-    return lambda parts, dim: torch.cat(parts, dim=dim)
-
-
 def export_run(run: str | Path, out: str | Path, *, merge: bool = False) -> Path:
     """Write run ``run`` (a ``llmgym train`` run directory, checkpoint or policy directory) to
     the new directory ``out``: a PEFT adapter, or with ``merge`` a merged model. Returns ``out``.
     """
     from llmgym.agents.trainers import restore_trainer
+    from llmgym.agents.trainers.adapters import write_adapter
 
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -124,28 +87,6 @@ def _acting_fields(policy_config: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if k not in ("greedy", "seed")}
 
 
-def write_adapter(trainer: Any, out: str | Path) -> None:
-    """Write ``trainer``'s LoRA weights (merged adapters folded in) as a PEFT adapter directory
-    ``out``; also what a trainer acting through vLLM hot-loads after each update."""
-    from peft import get_peft_model_state_dict
-    from safetensors.torch import save_file
-
-    from llmgym.agents.models import get_model_defaults
-
-    current = {k: v.detach().cpu() for k, v in get_peft_model_state_dict(trainer.model).items()}
-    states = [*trainer.merged_adapters, current]
-    lora = copy.deepcopy(trainer.model.peft_config["default"])
-    lora.r *= len(states)
-    lora.lora_alpha *= len(states)
-    name = trainer.config.policy.model
-    out = Path(out)
-    lora.base_model_name_or_path = get_model_defaults(name).hub_id if name != "tiny" else name
-    out.mkdir(parents=True, exist_ok=True)
-    lora.save_pretrained(str(out))
-    weights = {k: v.contiguous() for k, v in fold_adapters(states).items()}
-    save_file(weights, str(out / "adapter_model.safetensors"), metadata={"format": "pt"})
-
-
 def _write_merged(trainer: Any, out: Path) -> None:
     model = trainer.model
     if hasattr(model, "merge_and_unload"):
@@ -155,4 +96,4 @@ def _write_merged(trainer: Any, out: Path) -> None:
     trainer.tokenizer.save_pretrained(str(out))
 
 
-__all__ = ["INFO_FILE", "ExportError", "export_run", "fold_adapters", "write_adapter"]
+__all__ = ["INFO_FILE", "ExportError", "export_run"]

@@ -248,7 +248,7 @@ class LLMPolicy:
             hf = TransformersBackend(model, pad, self.device, self.config.prefix_cache)
             hf.on_new_weights = self._memo.clear
             return hf
-        from llmgym.agents.backends.vllm import make_vllm_backend
+        from llmgym.agents.backends import make_vllm_backend
 
         if self.head is not None:
             raise ConfigError(

@@ -209,10 +209,10 @@ CATALOG: tuple[EnvEntry, ...] = (
                     n_steps=256, gae_lambda=0.94, gamma=0.99, n_epochs=4, ent_coef=0.0
                 ),
             ),
-            "dqn": SB3Config(50_000, f"{_ZOO} (1e5 steps there)", hyperparams=_DQN_ZOO_ACROBOT),
+            "dqn": SB3Config(100_000, _ZOO, hyperparams=_DQN_ZOO_ACROBOT),
             "a2c": SB3Config(
-                100_000,
-                f"{_ZOO} {_NO_NORM} (5e5 steps there)",
+                500_000,
+                f"{_ZOO} {_NO_NORM}",
                 n_envs=16,
                 hyperparams=dict(ent_coef=0.0),
             ),

@@ -332,7 +332,7 @@ def fake_vllm(monkeypatch):
 
 
 def test_inprocess_maps_requests_and_converts_outputs(fake_vllm, monkeypatch, tmp_path):
-    from llmgym.agents.backends.vllm import make_vllm_backend
+    from llmgym.agents.backends import make_vllm_backend
     from llmgym.agents.backends.vllm_inprocess import ENGINE_DEFAULTS, VLLMInProcess
 
     monkeypatch.setattr(vllm_backend, "MAX_TOKEN_IDS", 2)
@@ -415,7 +415,7 @@ def test_inprocess_policy_acts_and_refuses_a_head(fake_vllm, tmp_path):
 def test_inprocess_without_vllm_is_one_sentence(monkeypatch):
     import sys
 
-    from llmgym.agents.backends.vllm import make_vllm_backend
+    from llmgym.agents.backends import make_vllm_backend
 
     monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm -> ImportError
     with pytest.raises(VLLMError, match="--vllm-url http://HOST:PORT instead of inprocess") as e:

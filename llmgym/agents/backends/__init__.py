@@ -93,4 +93,21 @@ class Backend(Protocol):
         """Take up the policy's current weights (after an update or a reference switch)."""
 
 
-__all__ = ["Backend", "Sampling"]
+#: ``vllm_url`` value that selects the in-process form (``vllm.LLM``) instead of a server.
+INPROCESS = "inprocess"
+
+
+def make_vllm_backend(url: str, model: str = "", source: str = "") -> Backend:
+    """The vLLM backend for ``PolicyConfig(backend="vllm")``: ``vllm.LLM`` in this process when
+    ``url`` is ``"inprocess"`` (loading ``model``, else ``source``: a short name, directory or
+    Hub id), else a client of the server at ``url`` (serving ``model``)."""
+    if url.strip().lower() == INPROCESS:
+        from llmgym.agents.backends.vllm_inprocess import VLLMInProcess
+
+        return VLLMInProcess(model or source)
+    from llmgym.agents.backends.vllm import VLLMServer
+
+    return VLLMServer(url, model)
+
+
+__all__ = ["INPROCESS", "Backend", "Sampling", "make_vllm_backend"]

@@ -29,8 +29,8 @@ name and unloads the previous one with ``/v1/unload_lora_adapter``; the server n
 
 In-process form (``vllm_url="inprocess"``): ``vllm_inprocess.VLLMInProcess`` runs ``vllm.LLM`` in
 the acting process with the same logic (``VLLMBackend``, below): only the transport differs
-(``_complete``/``_complete_seeded``, ``load_adapter``/``unload_adapter``); ``make_vllm_backend``
-picks the form.
+(``_complete``/``_complete_seeded``, ``load_adapter``/``unload_adapter``);
+``llmgym.agents.backends.make_vllm_backend`` picks the form.
 
 vLLM returns log-probs, not hidden states: a policy with an action head cannot act here. Only
 the standard library talks HTTP: ``import llmgym`` stays light and ``.venv-vllm`` (the server's
@@ -68,21 +68,6 @@ def prefix_requests(candidates: Sequence[Sequence[int]]) -> dict[tuple[int, ...]
         for j, token in enumerate(ids):
             out.setdefault(tuple(ids[:j]), set()).add(int(token))
     return {prefix: sorted(tokens) for prefix, tokens in out.items()}
-
-
-#: ``vllm_url`` value that selects the in-process form (``vllm.LLM``) instead of a server.
-INPROCESS = "inprocess"
-
-
-def make_vllm_backend(url: str, model: str = "", source: str = "") -> VLLMBackend:
-    """The vLLM backend for ``PolicyConfig(backend="vllm")``: ``vllm.LLM`` in this process when
-    ``url`` is ``"inprocess"`` (loading ``model``, else ``source``: a short name, directory or
-    Hub id), else a client of the server at ``url`` (serving ``model``)."""
-    if url.strip().lower() == INPROCESS:
-        from llmgym.agents.backends.vllm_inprocess import VLLMInProcess
-
-        return VLLMInProcess(model or source)
-    return VLLMServer(url, model)
 
 
 class VLLMBackend:
@@ -375,12 +360,10 @@ class VLLMServer(VLLMBackend):
 
 
 __all__ = [
-    "INPROCESS",
     "MAX_CONCURRENT",
     "MAX_TOKEN_IDS",
     "VLLMBackend",
     "VLLMError",
     "VLLMServer",
-    "make_vllm_backend",
     "prefix_requests",
 ]

@@ -89,7 +89,7 @@ class Trainer(LoraAndReference, Checkpointing):
         #: The vLLM server the policy acts through (``policy.backend == "vllm"``), else None.
         self.vllm: Any = None
         if config.policy.backend == "vllm":
-            from llmgym.agents.backends.vllm import make_vllm_backend
+            from llmgym.agents.backends import make_vllm_backend
 
             policy = config.policy
             self.vllm = make_vllm_backend(policy.vllm_url, policy.vllm_model, policy.model)
@@ -189,7 +189,7 @@ class Trainer(LoraAndReference, Checkpointing):
         memoize = not self.config.optim.train_backbone
         policy_config = policy_config or self.config.policy.acting()
         if self.vllm is not None:  # act through the server; updates recompute locally
-            from llmgym.agents.export import write_adapter
+            from llmgym.agents.trainers.adapters import write_adapter
 
             prefix = f"llmgym-{self.run_dir.name or 'run'}"
             self.vllm.use_adapters(
