@@ -17,11 +17,11 @@ HEAD="--set train_backbone=false --set update_epochs=8 --set temperature=2.0 --s
       --set anneal_lr=true"
 
 # A run longer than a session: `SNAPSHOT=1 bash benchmarks/rl_from_scratch.sh NAME` (from another
-# shell, while it runs) copies its newest checkpoint to benchmarks/runs/NAME, small enough to
+# shell, while it runs) copies its newest checkpoint to benchmarks/run_snapshots/NAME, small enough to
 # commit; `RESUME=1 bash benchmarks/rl_from_scratch.sh NAME` continues from runs/rl/NAME, or else
 # from that committed snapshot, with the same command.
 snapshot() {  # snapshot NAME: the run's config, curve and newest checkpoint (no TensorBoard)
-  local src=runs/rl/$1 dst=benchmarks/runs/$1
+  local src=runs/rl/$1 dst=benchmarks/run_snapshots/$1
   local latest; latest=$(cat "$src/checkpoints/latest")
   rm -rf "$dst" && mkdir -p "$dst/checkpoints"
   cp "$src/run.json" "$src/metrics.csv" "$src/start_eval.json" "$dst/"
@@ -33,7 +33,7 @@ run() {  # run NAME ENV ARGS...
   local name=$1 env=$2; shift 2
   local out=runs/rl/$name resume=()
   if [ -n "${RESUME:-}" ]; then
-    if [ ! -d "$out" ]; then mkdir -p runs/rl && cp -r "benchmarks/runs/$name" "$out"; fi
+    if [ ! -d "$out" ]; then mkdir -p runs/rl && cp -r "benchmarks/run_snapshots/$name" "$out"; fi
     resume=(--resume)
   fi
   OMP_NUM_THREADS=1 $LLMGYM train "$env" --threads 1 --no-progress --output "$out" \
