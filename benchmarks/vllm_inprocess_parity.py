@@ -42,6 +42,7 @@ def reference(out: Path) -> None:
     from llmgym.agents.export import export_run
     from llmgym.agents.models import load_model
     from llmgym.agents.policy import LLMPolicy, PolicyConfig
+    from llmgym.agents.testing import randomize_lora
     from llmgym.agents.trainers import make_trainer
 
     out.mkdir(parents=True, exist_ok=True)
@@ -81,11 +82,7 @@ def reference(out: Path) -> None:
         progress=False,
         output_dir=str(out / "run"),
     )
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for name, param in trainer.model.named_parameters():
-            if "lora_B" in name:
-                param.copy_(0.05 * torch.randn(param.shape, generator=generator))
+    randomize_lora(trainer.model)
     shutil.rmtree(out / "adapter", ignore_errors=True)
     export_run(trainer.save_policy(out / "policy"), out / "adapter")
     trainer.model.eval()

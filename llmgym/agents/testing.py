@@ -95,4 +95,18 @@ def text_observations(
     return observations, infos
 
 
-__all__ = ["text_observations", "tiny_model", "tiny_tokenizer"]
+def randomize_lora(model: Any, scale: float = 0.05, seed: int = 0) -> Any:
+    """Give ``model``'s LoRA ``B`` matrices (zero at init) seeded random values, so the adapter
+    visibly changes the policy (for tests of adapter export and hot-loading); returns ``model``.
+    """
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.copy_(scale * torch.randn(param.shape, generator=generator))
+    return model
+
+
+__all__ = ["randomize_lora", "text_observations", "tiny_model", "tiny_tokenizer"]

@@ -69,17 +69,22 @@ def server():
     httpd.shutdown()
 
 
+#: Two prompts and their candidates, and the log-probs the fake engines give them (each token's
+#: log-prob is -(token + position) / 1000).
+PROMPTS = [[1, 2, 3], [4]]
+CANDIDATES = [[[10, 11], [12]], [[13, 14, 15], [13, 16]]]
+WANT_CANDIDATE_LOGPROBS = [
+    [[-(10 + 3) / 1000, -(11 + 4) / 1000], [-(12 + 3) / 1000]],
+    [[-(13 + 1) / 1000, -(14 + 2) / 1000, -(15 + 3) / 1000], [-(13 + 1) / 1000, -0.018]],
+]
+
+
 def test_candidate_logprobs_follow_each_candidate_prefix(server, monkeypatch):
     monkeypatch.setattr(vllm_backend, "MAX_TOKEN_IDS", 2)  # forces chunked requests
     client = VLLMServer(server)
     assert client.model == "fake-model"
-    prompts = [[1, 2, 3], [4]]
-    candidates = [[[10, 11], [12]], [[13, 14, 15], [13, 16]]]
+    prompts, candidates, want = PROMPTS, CANDIDATES, WANT_CANDIDATE_LOGPROBS
     got = client.candidate_logprobs(prompts, candidates)
-    want = [
-        [[-(10 + 3) / 1000, -(11 + 4) / 1000], [-(12 + 3) / 1000]],
-        [[-(13 + 1) / 1000, -(14 + 2) / 1000, -(15 + 3) / 1000], [-(13 + 1) / 1000, -0.018]],
-    ]
     flat = [x for env in got for cand in env for x in cand]
     assert [len(c) for env in got for c in env] == [len(c) for env in want for c in env]
     assert flat == pytest.approx([x for env in want for cand in env for x in cand])
@@ -340,13 +345,8 @@ def test_inprocess_maps_requests_and_converts_outputs(fake_vllm, monkeypatch, tm
     assert isinstance(engine, VLLMInProcess)
     assert engine.llm.args == {"model": str(tmp_path), **ENGINE_DEFAULTS}
     assert engine.llm.args["enable_prefix_caching"] and engine.llm.args["enable_lora"]
-    prompts = [[1, 2, 3], [4]]
-    candidates = [[[10, 11], [12]], [[13, 14, 15], [13, 16]]]
+    prompts, candidates, want = PROMPTS, CANDIDATES, WANT_CANDIDATE_LOGPROBS
     got = engine.candidate_logprobs(prompts, candidates)
-    want = [
-        [[-(10 + 3) / 1000, -(11 + 4) / 1000], [-(12 + 3) / 1000]],
-        [[-(13 + 1) / 1000, -(14 + 2) / 1000, -(15 + 3) / 1000], [-(13 + 1) / 1000, -0.018]],
-    ]
     assert got == [[pytest.approx(c) for c in env] for env in want]
     sent = engine.llm.calls[0]
     assert sent[0][0] == {"prompt_token_ids": [1, 2, 3]}

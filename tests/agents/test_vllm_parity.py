@@ -116,6 +116,7 @@ def test_an_exported_adapter_hot_loads_and_acts_as_the_trained_policy(backends, 
     exported as a PEFT adapter, loaded into the server with /v1/load_lora_adapter: the
     served policy changes and matches the transformers policy it came from."""
     from llmgym.agents.export import export_run
+    from llmgym.agents.testing import randomize_lora
     from llmgym.agents.trainers import make_trainer
 
     (model, tokenizer), vllm_tokenizer = backends
@@ -128,11 +129,7 @@ def test_an_exported_adapter_hot_loads_and_acts_as_the_trained_policy(backends, 
         progress=False,
         output_dir=str(tmp_path / "run"),
     )
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for name, param in trainer.model.named_parameters():
-            if "lora_B" in name:
-                param.copy_(0.05 * torch.randn(param.shape, generator=generator))
+    randomize_lora(trainer.model)
     export_run(trainer.save_policy(tmp_path / "policy"), tmp_path / "adapter")
     _, vllm = _policies(backends, mode="score")
     observations, infos = _prompts("Text-Blackjack-v1")
