@@ -96,7 +96,7 @@ def train(
     """Train an LLM agent with online RL (LoRA) in a text env; log, checkpoint, evaluate, plot."""
     try:
         from llmgym.agents.trainers import ALGOS, checkpoints, config_class, trainer_class
-        from llmgym.agents.trainers.base import EVAL_SEED_BASE, check_vllm_training
+        from llmgym.agents.trainers.base import EVAL_SEED_BASE
         from llmgym.agents.trainers.logger import machine_description
     except ImportError as error:
         raise fail(
@@ -168,7 +168,6 @@ def train(
         values, build = saved | budget, cls.from_dict
     try:
         config = build(values)
-        check_vllm_training(config)  # before the model loads
     except (LLMGymError, ValueError) as error:
         raise fail(str(error)) from None
     command = "llmgym " + " ".join(shlex.quote(a) for a in sys.argv[1:])

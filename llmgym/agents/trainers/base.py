@@ -85,7 +85,7 @@ class Trainer(LoraAndReference, Checkpointing):
         self.torch = torch
         self.config = config
         config.optim.head_rate()  # a bad head_optimizer fails before the model loads
-        check_vllm_training(config)  # before the model loads too
+        check_vllm_training(config)  # before the model loads
         #: The vLLM server the policy acts through (``policy.backend == "vllm"``), else None.
         self.vllm: Any = None
         if config.policy.backend == "vllm":
