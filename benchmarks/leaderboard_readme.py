@@ -38,6 +38,7 @@ AGENTS = [
     "optimal",
     "sb3-ppo",
     "sb3-dqn",
+    "sb3-a2c",
     "llm:smollm2-135m",
     "llm:smollm2-135m,mode=generate",
     "llm:smollm2-135m@benchmarks/weights/rl/blackjack-ppo-s0",
