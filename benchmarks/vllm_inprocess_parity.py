@@ -11,7 +11,9 @@ completions with their log-probs) and ``DIR/adapter`` (a LoRA policy with random
 adapter weights, exported as a PEFT adapter, with its log pi). ``check`` builds one
 ``VLLMInProcess`` engine, acts through ``LLMPolicy(..., backend=engine)`` on the same
 observations, hot-loads the adapter (``load_adapter``, then ``sync_weights`` as a trainer
-does: a new ``LoRARequest``), writes ``DIR/result.json`` and exits 1 if a check fails.
+does: a new ``LoRARequest``), then reloads the same weights merged as a whole checkpoint
+(``DIR/full``, ``use_weights`` + ``sync_weights`` as a full fine-tune does), writes
+``DIR/result.json`` and exits 1 if a check fails.
 """
 
 from __future__ import annotations
@@ -88,6 +90,12 @@ def reference(out: Path) -> None:
     trainer.model.eval()
     observations, infos = _observations("Text-Blackjack-v1")
     data["lora_log_pi"] = np.log(trainer.policy.action_probabilities(observations, infos)).tolist()
+    # A full fine-tune stands in as the same weights merged: a whole checkpoint to reload.
+    merged = trainer.model.merge_and_unload()
+    shutil.rmtree(out / "full", ignore_errors=True)
+    merged.save_pretrained(str(out / "full"), safe_serialization=True)
+    full = LLMPolicy(merged, tokenizer, PolicyConfig(mode="score"))
+    data["full_log_pi"] = np.log(full.action_probabilities(observations, infos)).tolist()
     (out / "reference.json").write_text(json.dumps(data, default=str))
     print(f"reference written to {out}")
 
@@ -186,6 +194,26 @@ def check(out: Path) -> int:
             failures.append(f"LoRA {key} {result['lora'][key]:.2e}")
     if engine.model != "llmgym-run-2" or engine._lora.lora_int_id != 3:
         failures.append("sync_weights did not act with a new LoRARequest")
+
+    # A full fine-tune: sync_weights reloads a whole checkpoint in place (collective_rpc).
+    engine.unload_adapter(engine.model)
+    engine.use_weights(
+        lambda path: shutil.copytree(out / "full", path), out / "vllm_weights", "llmgym-full"
+    )
+    t0 = time.perf_counter()
+    engine.sync_weights()
+    reload_s = time.perf_counter() - t0
+    reloaded = np.log(score.action_probabilities(observations, infos))
+    result["full_reload"] = {
+        "moved_by": float(np.abs(reloaded - base).max()),
+        "max_abs_log_pi_gap": float(np.abs(reloaded - np.array(ref["full_log_pi"])).max()),
+        "sync_s": round(reload_s, 2),
+    }
+    print("full reload", result["full_reload"], flush=True)
+    if result["full_reload"]["moved_by"] < 10 * TOLERANCE:
+        failures.append("reloading the full weights did not change the policy")
+    if result["full_reload"]["max_abs_log_pi_gap"] > 2 * TOLERANCE:
+        failures.append(f"full reload gap {result['full_reload']['max_abs_log_pi_gap']:.2e}")
     result["failures"] = failures
     (out / "result.json").write_text(json.dumps(result, indent=1))
     print("PASSED" if not failures else f"FAILED: {failures}")

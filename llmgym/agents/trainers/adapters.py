@@ -1,5 +1,7 @@
-"""A trainer's LoRA weights as a standard PEFT adapter directory: what ``llmgym export`` writes
-and what a trainer acting through vLLM hot-loads after each update.
+"""A trainer's weights as the directories vLLM loads: its LoRA weights as a standard PEFT
+adapter directory (what ``llmgym export`` writes and what a trainer acting through vLLM
+hot-loads after each update), or a full fine-tune's whole model as a checkpoint directory
+(what such a trainer has vLLM reload after each update).
 
 Adapters that were merged into the weights during training (a KL reference refreshed after
 the SFT warm start, or REINFORCE's refreshes) are folded in exactly: ``k`` adapters of rank
@@ -78,4 +80,10 @@ def write_adapter(trainer: Any, out: str | Path) -> None:
     save_file(weights, str(out / "adapter_model.safetensors"), metadata={"format": "pt"})
 
 
-__all__ = ["fold_adapters", "write_adapter"]
+def write_weights(trainer: Any, out: str | Path) -> None:
+    """Write ``trainer``'s whole language model (a full fine-tune) as a Hugging Face checkpoint
+    directory ``out`` (config and safetensors weights), which vLLM reloads in place."""
+    trainer.model.save_pretrained(str(out), safe_serialization=True)
+
+
+__all__ = ["fold_adapters", "write_adapter", "write_weights"]

@@ -188,13 +188,18 @@ class Trainer(LoraAndReference, Checkpointing):
         head = self._make_head()
         memoize = not self.config.optim.train_backbone
         policy_config = policy_config or self.config.policy.acting()
-        if self.vllm is not None:  # act through the server; updates recompute locally
-            from llmgym.agents.trainers.adapters import write_adapter
+        if self.vllm is not None:  # act through vLLM; updates recompute locally
+            from llmgym.agents.trainers.adapters import write_adapter, write_weights
 
             prefix = f"llmgym-{self.run_dir.name or 'run'}"
-            self.vllm.use_adapters(
-                lambda path: write_adapter(self, path), self.run_dir / "vllm_adapters", prefix
-            )
+            if self.config.lora.enabled:
+                self.vllm.use_adapters(
+                    lambda path: write_adapter(self, path), self.run_dir / "vllm_adapters", prefix
+                )
+            else:  # a full fine-tune: vLLM reloads the whole model after each update
+                self.vllm.use_weights(
+                    lambda path: write_weights(self, path), self.run_dir / "vllm_weights", prefix
+                )
         return LLMPolicy(
             self.model,
             self.tokenizer,
@@ -738,9 +743,9 @@ class Trainer(LoraAndReference, Checkpointing):
 
 
 def check_vllm_training(config: Any) -> None:
-    """Refuse, in one sentence, what cannot train through a vLLM server (``policy.backend ==
-    "vllm"``): an action head (vLLM returns no hidden states) and anything but a LoRA adapter
-    on the language model (the only weights hot-loaded after each update)."""
+    """Refuse, in one sentence, what cannot train through vLLM (``policy.backend == "vllm"``):
+    an action head (vLLM returns no hidden states) and a frozen language model (nothing to
+    sync). LoRA adapters are hot-loaded after each update, a full fine-tune reloaded whole."""
     policy = config.policy
     if policy.backend != "vllm":
         return
@@ -749,11 +754,11 @@ def check_vllm_training(config: Any) -> None:
             "vLLM returns log-probs, not hidden states, so a policy with an action head "
             "cannot act through it; train with `--set action_head=false` to use the vllm backend."
         )
-    if not config.optim.train_backbone or not config.lora.enabled:
+    if not config.optim.train_backbone:
         raise ConfigError(
-            "Training through vLLM hot-loads a LoRA adapter after each update, so it needs "
-            "LoRA on the language model (lora=true, train_backbone=true); a full fine-tune or "
-            "a frozen model trains with the hf backend."
+            "Training through vLLM syncs the language model's weights after each update, so "
+            "it needs train_backbone=true (LoRA or a full fine-tune); a frozen model trains "
+            "with the hf backend."
         )
 
 
