@@ -2,13 +2,16 @@
 # Rebuild benchmarks/results/classic: reference rows, then smollm2-135m rows (zero-shot, and the
 # policies RL trained from scratch) with fewer episodes (the LLM acts at ~1-7 env-steps/s on a
 # 2-core CPU). Finished episodes are skipped, so rerunning resumes; delete the output folder to
-# start over.
+# start over. The SB3 agents play the committed policies in benchmarks/results/classic/sb3/
+# (bash benchmarks/train_sb3_policies.sh trains any that are missing there).
 set -euo pipefail
 OUT=${OUT:-benchmarks/results/classic}
 B="llmgym bench --seed 1000 --output $OUT"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
-$B --suite classic --agents random,optimal,sb3-ppo,sb3-dqn
+SB3="env LLMGYM_CACHE=benchmarks/results/classic/sb3"
+$SB3 $B --suite classic --agents random,optimal,sb3-ppo,sb3-dqn
+$SB3 $B --envs Text-CartPole-v1,Text-Acrobot-v1,Text-Pendulum-v1 --agents sb3-a2c  # recipes so far
 
 for agent in "llm:smollm2-135m" "llm:smollm2-135m,mode=generate"; do
   if [ "$agent" = "llm:smollm2-135m" ]; then many=200 some=20 few=2 one=1; else many=100 some=5 few=1 one=0; fi

@@ -6,8 +6,9 @@ flattened, as Blackjack needs; Discrete observations one-hot encoded by SB3 itse
 evaluated on the ``Text-*`` twin with the same seeds as every other agent.
 
 Models are cached under ``$LLMGYM_CACHE`` (default ``~/.cache/llmgym/baselines``) as
-``<env>-<algo>-s<seed>-<hash>.safetensors`` (the policy network's weights) plus a ``.json``
-recipe of how they were trained; the hash covers the hyperparameters and env kwargs, so
+``<env>-<algo>-s<seed>-<hash>.safetensors`` (the policy network's weights and, for a recipe
+trained under ``VecNormalize``, its observation mean and variance) plus a ``.json`` recipe of
+how they were trained; the hash covers the hyperparameters and env kwargs, so
 editing a recipe (an entry's ``sb3`` in ``llmgym.envs.catalog``) retrains. Loading never
 unpickles: the policy is rebuilt from the known algorithm class and its recipe, and the
 weights are loaded with ``strict=True``. SB3's own ``.zip`` files (pickles inside) are never
@@ -25,7 +26,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ from llmgym.errors import AgentError
 ALGOS = ("ppo", "dqn", "a2c")
 #: Written into every cached recipe and weights file; anything else is refused.
 CACHE_FORMAT = "llmgym-sb3-policy-v1"
+#: Weights-file keys of the VecNormalize observation statistics (beside the policy's own).
+OBS_MEAN, OBS_VAR = "vec_normalize.obs_mean", "vec_normalize.obs_var"
 
 
 #: (base env id, algo) -> training recipe, from the catalog's ``sb3`` recipes.
@@ -87,8 +90,11 @@ def model_path(
     """The cache file of a baseline (whether or not it exists yet)."""
     config = config_for(base_id, algo)
     if timesteps is not None:
-        config = SB3Config(timesteps, config.source, config.n_envs, config.hyperparams)
-    key = json.dumps([asdict(config), env_kwargs], sort_keys=True, default=str)
+        config = replace(config, n_timesteps=timesteps)
+    recipe = asdict(config)
+    if not config.normalize:  # recipes from before the field keep their cache files
+        del recipe["normalize"]
+    key = json.dumps([recipe, env_kwargs], sort_keys=True, default=str)
     digest = hashlib.sha1(key.encode()).hexdigest()[:8]
     return cache_dir() / f"{base_id}-{algo}-s{seed}-{digest}.safetensors"
 
@@ -128,6 +134,7 @@ def train(
     if path.exists() and not force:
         return path
     import stable_baselines3 as sb3
+    import torch
     from safetensors.torch import save_file
 
     config = config_for(base_id, algo)
@@ -138,6 +145,10 @@ def train(
     seconds = time.perf_counter() - start
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu().contiguous() for k, v in model.policy.state_dict().items()}
+    normalizer = model.get_vec_normalize_env()
+    if normalizer is not None:
+        state[OBS_MEAN] = torch.as_tensor(normalizer.obs_rms.mean, dtype=torch.float64)
+        state[OBS_VAR] = torch.as_tensor(normalizer.obs_rms.var, dtype=torch.float64)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # processes may race on one model
     save_file(state, str(tmp), metadata={"format": CACHE_FORMAT})
     record = {
@@ -151,25 +162,63 @@ def train(
         "env_kwargs": env_kwargs,
         "stable_baselines3": sb3.__version__,
     }
+    if normalizer is not None:
+        record["vec_normalize"] = {"clip_obs": normalizer.clip_obs, "epsilon": normalizer.epsilon}
     path.with_suffix(".json").write_text(json.dumps(record, indent=2, default=str) + "\n")
     os.replace(tmp, path)  # the weights appear last: a present file has its recipe
     return path
 
 
-def _build(base_id: str, algo: str, seed: int, n_envs: int, env_kwargs: dict[str, Any]) -> Any:
-    """A fresh SB3 model of the known class and recipe (untrained)."""
+def _build(
+    base_id: str,
+    algo: str,
+    seed: int,
+    n_envs: int,
+    env_kwargs: dict[str, Any],
+    for_training: bool = True,
+) -> Any:
+    """A fresh SB3 model of the known class and recipe (untrained); its envs are wrapped in
+    ``VecNormalize`` (gamma the recipe's) when the recipe says so and ``for_training``."""
     import stable_baselines3 as sb3
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
 
-    hyperparams = _resolve(config_for(base_id, algo).hyperparams)
+    config = config_for(base_id, algo)
+    hyperparams = _resolve(config.hyperparams)
     vec_env = make_vec_env(lambda: make_base_env(base_id, **env_kwargs), n_envs=n_envs, seed=seed)
+    if config.normalize and for_training:
+        vec_env = VecNormalize(vec_env, gamma=hyperparams.get("gamma", 0.99))
     cls = {"ppo": sb3.PPO, "dqn": sb3.DQN, "a2c": sb3.A2C}[algo]
     return cls("MlpPolicy", vec_env, seed=seed, verbose=0, device="cpu", **hyperparams)
 
 
-def load_model(path: Path, base_id: str, algo: str, seed: int, env_kwargs: dict) -> Any:
-    """Rebuild the cached policy at ``path`` without unpickling anything; AgentError (one
-    sentence) for anything that is not a policy llmgym cached for this env and algorithm."""
+@dataclass
+class ObservationNormalizer:
+    """VecNormalize's observation transform with frozen statistics, as at evaluation:
+    ``clip((obs - mean) / sqrt(var + epsilon), -clip_obs, clip_obs)``.
+
+    Example:
+        >>> norm = ObservationNormalizer(np.array([1.0]), np.array([4.0]), clip_obs=5.0)
+        >>> norm(np.array([[3.0], [1.0], [99.0]])).ravel().tolist()
+        [1.0, 0.0, 5.0]
+    """
+
+    mean: np.ndarray
+    var: np.ndarray
+    clip_obs: float = 10.0
+    epsilon: float = 1e-8
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        scaled = (obs - self.mean) / np.sqrt(self.var + self.epsilon)
+        return np.clip(scaled, -self.clip_obs, self.clip_obs).astype(np.float32)
+
+
+def load_model(
+    path: Path, base_id: str, algo: str, seed: int, env_kwargs: dict
+) -> tuple[Any, ObservationNormalizer | None]:
+    """Rebuild the cached policy at ``path`` without unpickling anything, with its observation
+    normalizer (None unless trained under VecNormalize); AgentError (one sentence) for
+    anything that is not a policy llmgym cached for this env and algorithm."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
@@ -183,21 +232,36 @@ def load_model(path: Path, base_id: str, algo: str, seed: int, env_kwargs: dict)
     expected = {"format": CACHE_FORMAT, "env_id": base_id, "algo": algo}
     if not isinstance(record, dict) or any(record.get(k) != v for k, v in expected.items()):
         raise AgentError(f"The recipe beside {path} is not llmgym's for {base_id}/{algo}; {redo}.")
-    model = _build(base_id, algo, seed, 1, env_kwargs)
+    stats = [weights.pop(key, None) for key in (OBS_MEAN, OBS_VAR)]
+    normalizer = None
+    if config_for(base_id, algo).normalize:
+        if any(stat is None for stat in stats) or "vec_normalize" not in record:
+            raise AgentError(f"The weights in {path} lack the observation statistics; {redo}.")
+        normalizer = ObservationNormalizer(
+            stats[0].numpy(), stats[1].numpy(), **record["vec_normalize"]
+        )
+    model = _build(base_id, algo, seed, 1, env_kwargs, for_training=False)
     try:
         model.policy.load_state_dict(weights, strict=True)
     except RuntimeError:
         raise AgentError(f"The weights in {path} do not fit the {algo} policy; {redo}.") from None
     model.policy.set_training_mode(False)
-    return model
+    return model, normalizer
 
 
 class SB3Agent(BaselineAgent):
-    """A trained SB3 model acting deterministically on base observations (batched)."""
+    """A trained SB3 model acting deterministically on base observations (batched), through
+    ``normalize`` (the training VecNormalize's observation transform) when given."""
 
-    def __init__(self, env: gym.Env, model: Any, name: str) -> None:
+    def __init__(
+        self,
+        env: gym.Env,
+        model: Any,
+        name: str,
+        normalize: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> None:
         super().__init__(env)
-        self.model, self.name = model, name
+        self.model, self.name, self.normalize = model, name, normalize
         self._flatten = isinstance(self.observation_space, (spaces.Tuple, spaces.Dict))
 
     def act(self, raw_obs: Any) -> Any:
@@ -208,6 +272,8 @@ class SB3Agent(BaselineAgent):
             batch = np.stack([spaces.flatten(self.observation_space, o) for o in raw_observations])
         else:
             batch = np.asarray(raw_observations)
+        if self.normalize is not None:
+            batch = self.normalize(batch)
         actions, _ = self.model.predict(batch, deterministic=True)
         if isinstance(self.action_space, spaces.Discrete):
             return [int(a) for a in actions]
@@ -267,7 +333,9 @@ def learning_curve(
     if budget < 1 or eval_every < 1:
         raise AgentError(f"budget and eval_every must be at least 1, not {budget}, {eval_every}.")
     model = _build(base_id, algo, seed, config_for(base_id, algo).n_envs, env_kwargs)
-    agent = SB3Agent(gym.make(base_id, **env_kwargs), model, f"sb3-{algo}")
+    normalizer = model.get_vec_normalize_env()  # its statistics as they stand at each point
+    normalize = normalizer.normalize_obs if normalizer is not None else None
+    agent = SB3Agent(gym.make(base_id, **env_kwargs), model, f"sb3-{algo}", normalize)
     steps: list[int] = []
     values: list[float] = []
     eval_seconds = 0.0
@@ -319,5 +387,5 @@ def load_agent(
     if not path.exists():
         print(f"Training sb3-{algo} on {base_id} (cached at {path}) ...", file=sys.stderr)
         train(base_id, algo, seed=seed, progress=sys.stderr.isatty(), **env_kwargs)
-    model = load_model(path, base_id, algo, seed, env_kwargs)
-    return SB3Agent(gym.make(base_id, **env_kwargs), model, f"sb3-{algo}")
+    model, normalize = load_model(path, base_id, algo, seed, env_kwargs)
+    return SB3Agent(gym.make(base_id, **env_kwargs), model, f"sb3-{algo}", normalize)

@@ -38,6 +38,9 @@ class SB3Config:
     """Parallel envs (DummyVecEnv)."""
     hyperparams: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments of the SB3 algorithm; ``"lin_X"`` is a linear schedule from X to 0."""
+    normalize: bool = False
+    """Train under ``VecNormalize`` (observations and rewards; the zoo's ``normalize: true``);
+    the observation statistics are saved with the policy and applied when it acts."""
 
 
 @dataclass(frozen=True)
@@ -228,10 +231,11 @@ CATALOG: tuple[EnvEntry, ...] = (
         reference=(-200.0, -100.8),
         sb3={
             "ppo": SB3Config(
-                50_000,
-                f"{_ZOO} {_NO_NORM} (1e6 steps there)",
+                1_000_000,
+                _ZOO,
                 n_envs=16,
                 hyperparams=dict(n_steps=16, gae_lambda=0.98, gamma=0.99, n_epochs=4, ent_coef=0.0),
+                normalize=True,
             ),
             "dqn": SB3Config(
                 120_000,
@@ -262,7 +266,8 @@ CATALOG: tuple[EnvEntry, ...] = (
         sb3={
             "ppo": SB3Config(
                 20_000,
-                f"{_ZOO} {_NO_NORM}",
+                _ZOO,
+                normalize=True,
                 hyperparams=dict(
                     batch_size=256,
                     n_steps=8,
@@ -305,9 +310,10 @@ CATALOG: tuple[EnvEntry, ...] = (
                 ),
             ),
             "a2c": SB3Config(
-                100_000,
-                f"{_ZOO} {_NO_NORM} (1e6 steps there)",
+                1_000_000,
+                _ZOO,
                 n_envs=8,
+                normalize=True,
                 hyperparams=dict(
                     ent_coef=0.0,
                     max_grad_norm=0.5,

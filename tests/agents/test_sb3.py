@@ -155,3 +155,47 @@ def test_nonpositive_timesteps_are_refused(timesteps, cache):
     with pytest.raises(ValueError, match="at least 1"):
         sb3.train("CartPole-v1", "ppo", timesteps=timesteps, progress=False)
     assert not list(cache.iterdir())
+
+
+def test_a_vecnormalize_recipe_saves_its_statistics_and_acts_through_them(monkeypatch):
+    """Trained under VecNormalize: the observation mean and variance are saved beside the
+    policy (safetensors, no pickle) and the loaded agent normalizes with them, acting as the
+    trained model does on VecNormalize's own frozen transform."""
+    import json
+
+    import numpy as np
+    from safetensors.torch import load_file
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    hyper = dict(n_steps=32, batch_size=32, n_epochs=1)
+    tiny = sb3.SB3Config(256, "test", n_envs=2, hyperparams=hyper, normalize=True)
+    monkeypatch.setitem(sb3.HYPERPARAMS, ("MountainCar-v0", "ppo"), tiny)
+    path = sb3.train("MountainCar-v0", "ppo", progress=False)
+    weights = load_file(str(path))
+    mean, var = weights[sb3.OBS_MEAN].numpy(), weights[sb3.OBS_VAR].numpy()
+    assert mean.shape == (2,) and np.all(var > 0) and not np.allclose(mean, 0)
+    assert json.loads(path.with_suffix(".json").read_text())["vec_normalize"]["clip_obs"] == 10.0
+    _forbid_unpickling(monkeypatch)
+    agent = sb3.load_agent("MountainCar-v0", "ppo")
+    obs = np.array([gym.make("MountainCar-v0").reset(seed=i)[0] for i in range(16)])
+    frozen = VecNormalize.__new__(VecNormalize)  # only its transform, with the saved statistics
+    frozen.obs_rms = type("RMS", (), {"mean": mean, "var": var})()
+    frozen.clip_obs, frozen.epsilon = 10.0, 1e-8
+    want, _ = agent.model.predict(frozen._normalize_obs(obs, frozen.obs_rms), deterministic=True)
+    assert agent.act_many(list(obs)) == [int(a) for a in want]
+    assert sb3.model_path("MountainCar-v0", "ppo") == path
+
+
+def test_recipes_without_vecnormalize_keep_their_cache_names(monkeypatch):
+    """The hash of a recipe without VecNormalize is the one written before the field existed,
+    so caches (and committed policies) trained then still load."""
+    import hashlib
+    import json
+
+    recipe = dict(n_timesteps=64, source="test", n_envs=1, hyperparams=dict(n_steps=32))
+    digest = hashlib.sha1(json.dumps([recipe, {}], sort_keys=True).encode()).hexdigest()[:8]
+    monkeypatch.setitem(sb3.HYPERPARAMS, ("CartPole-v1", "a2c"), sb3.SB3Config(**recipe))
+    assert sb3.model_path("CartPole-v1", "a2c").name == f"CartPole-v1-a2c-s0-{digest}.safetensors"
+    normalized = sb3.SB3Config(**recipe, normalize=True)
+    monkeypatch.setitem(sb3.HYPERPARAMS, ("CartPole-v1", "a2c"), normalized)
+    assert digest not in sb3.model_path("CartPole-v1", "a2c").name
