@@ -159,7 +159,10 @@ def _llm(
             raise AgentError(str(error)) from None
         return LLMAgent(policy, name=f"llm:{argument}")
     model, tokenizer = load_model(model_name or DEFAULT_MODEL, device=device)
-    return LLMAgent(LLMPolicy(model, tokenizer, policy_config), name=f"llm:{argument}")
+    # The weights never change while an agent plays: each distinct prompt's candidate scores
+    # are computed once (a state seen again, as on the toy-text grids, costs no forward pass).
+    policy = LLMPolicy(model, tokenizer, policy_config, memoize=True)
+    return LLMAgent(policy, name=f"llm:{argument}")
 
 
 def _option_value(text: str) -> Any:

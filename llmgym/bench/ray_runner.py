@@ -28,10 +28,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from llmgym.agents.registry import AgentError, TextAgent, check_agent_name, make_agent
+from llmgym.agents.registry import AgentError, TextAgent, check_agent_name
 from llmgym.bench.runner import (
     Callback,
     EpisodeLog,
+    bench_agent,
     exact_row,
     pending_seeds,
     run_episodes,
@@ -56,7 +57,7 @@ def cached_agent(name: str, env_id: str, seed: int) -> TextAgent:
     env, so one per spec serves every env (one loaded model per worker)."""
     key = (name, None if name.partition(":")[0] == "llm" else env_id, seed)
     if key not in _AGENTS:
-        _AGENTS[key] = make_agent(name, env_id, seed=seed)
+        _AGENTS[key] = bench_agent(name, env_id, seed)
     return _AGENTS[key]
 
 
@@ -87,7 +88,7 @@ def _cache_sb3(agent_name: str, env_id: str, seed: int) -> None:
     """Train (or load) an SB3 agent's model once on the driver, so its file is cached before
     the workers build the agent; a cell the agent cannot play is left to the task to skip."""
     try:
-        make_agent(agent_name, env_id, seed=seed)
+        bench_agent(agent_name, env_id, seed)
     except AgentError:
         pass
 

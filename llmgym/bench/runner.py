@@ -9,7 +9,8 @@ Rows are keyed by (env, agent, seed) and ``EpisodeLog`` writes each key once, wh
 it (this loop, or Ray workers through ``llmgym.bench.ray_runner``). The random agent is
 seeded per episode (``seed_episodes``, see ``seed_rows``), so an episode's row does not depend
 on which episodes share its batch: any split of the seeds gives the same rows (a sampling LLM
-agent restarts its sampler per batch: the same batches give the same rows).
+agent restarts its sampler per batch: the same batches give the same rows). LLM agents act
+greedily (the leaderboard compares greedy policies; ``llm:NAME,greedy=false`` samples).
 Where the env has a known transition model (``llmgym.agents.exact``) each cell also gets the
 exact expected return of the agent's greedy policy, once, in ``<output>/exact.jsonl`` (not for
 the random agent, which has no deterministic policy).
@@ -202,6 +203,12 @@ def wants_exact(env_id: str, agent_name: str, done: set[tuple[str, str]]) -> boo
     return agent_name != "random" and (env_id, agent_name) not in done and supports_exact(env_id)
 
 
+def bench_agent(name: str, env_id: str, seed: int) -> TextAgent:
+    """The agent ``name`` as the bench plays it: an LLM greedily unless its name says
+    ``greedy=false`` (other agents ignore the option)."""
+    return make_agent(name, env_id, seed=seed, greedy=True)
+
+
 def run_bench(
     env_ids: Sequence[str],
     agents: Sequence[str],
@@ -230,7 +237,7 @@ def run_bench(
             if not seeds and not exact:
                 continue
             try:
-                agent = make_agent(agent_name, env_id, seed=seed)
+                agent = bench_agent(agent_name, env_id, seed)
             except AgentError as err:
                 if on_skip is None:
                     raise

@@ -188,3 +188,30 @@ def test_training_cost_of_each_kind_of_agent(tmp_path):
     assert cost(f"llm:smollm2-135m@{run},mode=generate") == TrainingCost(2906, 600.0)
     assert cost(f"llm:smollm2-135m@{policy}") == TrainingCost(21193, None)
     assert cost(f"llm:smollm2-135m@{tmp_path / 'missing'}") is None
+
+
+def test_llm_agents_play_greedily_and_score_each_distinct_prompt_once(tmp_path, monkeypatch):
+    """The bench's LLM agents act greedily (``greedy=false`` opts out) and memoise candidate
+    scores per prompt: FrozenLake's 16 cells cost at most 16 scored prompts however many
+    steps the episodes take."""
+    pytest.importorskip("torch")
+    from llmgym.agents import models
+    from llmgym.agents.policy import LLMPolicy
+    from llmgym.agents.testing import tiny_model
+    from llmgym.bench.runner import bench_agent
+
+    monkeypatch.setattr(models, "load_model", lambda *args, **kwargs: tiny_model(0))
+    agent = bench_agent("llm:tiny", "Text-FrozenLake-v1", 0)
+    assert agent.policy.config.greedy and agent.policy.memoize
+    assert not bench_agent("llm:tiny,greedy=false", "Text-FrozenLake-v1", 0).policy.config.greedy
+    scored: list[int] = []
+    forward = LLMPolicy._forward_features
+
+    def counting(self, prompts, *args):
+        scored.append(len(prompts))
+        return forward(self, prompts, *args)
+
+    monkeypatch.setattr(LLMPolicy, "_forward_features", counting)
+    rows = run_bench(["Text-FrozenLake-v1"], ["llm:tiny"], episodes=4, output=tmp_path / "a")
+    steps = sum(r["length"] for r in rows)
+    assert sum(scored) <= 16 < steps  # the exact evaluation's states included
