@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Rebuild benchmarks/results/classic: reference rows, then smollm2-135m rows (zero-shot, and the
-# policies RL trained from scratch) with fewer episodes (the LLM acts at ~1-7 env-steps/s on a
-# 2-core CPU). Finished episodes are skipped, so rerunning resumes; delete the output folder to
-# start over. The SB3 agents play the committed policies in benchmarks/results/classic/sb3/
+# policies RL trained from scratch). Finished episodes are skipped, so rerunning resumes;
+# delete the output folder to start over. The SB3 agents play the committed policies in benchmarks/results/classic/sb3/
 # (bash benchmarks/train_sb3_policies.sh trains any that are missing there).
 set -euo pipefail
 OUT=${OUT:-benchmarks/results/classic}
@@ -13,21 +12,32 @@ SB3="env LLMGYM_CACHE=benchmarks/results/classic/sb3"
 $SB3 $B --suite classic --agents random,optimal,sb3-ppo,sb3-dqn
 $SB3 $B --envs Text-CartPole-v1,Text-Acrobot-v1,Text-Pendulum-v1 --agents sb3-a2c  # recipes so far
 
-for agent in "llm:smollm2-135m" "llm:smollm2-135m,mode=generate"; do
-  if [ "$agent" = "llm:smollm2-135m" ]; then many=200 some=20 few=2 one=1; else many=100 some=5 few=1 one=0; fi
-  $B --envs Text-Blackjack-v1 --agents "$agent" --episodes $many
-  $B --envs Text-FrozenLake-v1,Text-CartPole-v1 --agents "$agent" --episodes $some
-  $B --envs Text-FrozenLake8x8-v1,Text-CliffWalking-v1,Text-Taxi-v4,Text-MountainCar-v0,Text-Pendulum-v1 --agents "$agent" --episodes $few
-  if [ "$one" -gt 0 ]; then
-    $B --envs Text-Acrobot-v1,Text-MountainCarContinuous-v0 --agents "$agent" --episodes $one
-  fi
-done
+# SmolLM2 rows, greedy (the bench's default for LLM agents). Score mode memoises each distinct
+# prompt's scores, so the grid and card games (whose exact values the bench also computes) cost
+# little; the continuous envs cost a forward pass per step (~3 env-steps/s on one core): 500
+# episodes on CartPole (~10 steps each zero-shot), 30 on the long-horizon envs in score mode
+# and 10 in generate mode. --batch-size 10 on the long ones, so that an interruption loses at
+# most 10 episodes. The long-horizon cells take hours: rerun to resume.
+ZS="llm:smollm2-135m"
+GEN="llm:smollm2-135m,mode=generate"
+EXACT_ENVS=Text-Blackjack-v1,Text-FrozenLake-v1,Text-FrozenLake8x8-v1,Text-Taxi-v4,Text-CliffWalking-v1
+LONG_ENVS=Text-MountainCar-v0,Text-Pendulum-v1,Text-Acrobot-v1,Text-MountainCarContinuous-v0
+$B --envs Text-Blackjack-v1 --agents "$ZS" --episodes 500
+$B --envs $EXACT_ENVS --agents "$ZS" --episodes 100
+$B --envs $EXACT_ENVS --agents "$GEN" --episodes 10
+$B --envs Text-CartPole-v1 --agents "$ZS" --episodes 500
+$B --envs Text-CartPole-v1 --agents "$GEN" --episodes 10
 
 # Policies trained from scratch by benchmarks/rl_from_scratch.sh (committed weights).
 BJ="llm:smollm2-135m@benchmarks/weights/rl/blackjack-ppo-s0"
 LAKE="llm:smollm2-135m@benchmarks/weights/rl/frozenlake-slippery-ppo-s0"
-$B --envs Text-Blackjack-v1 --agents "$BJ" --episodes 200
-$B --envs Text-FrozenLake-v1 --agents "$LAKE" --episodes 20
+CARTPOLE="llm:smollm2-135m@benchmarks/weights/rl/cartpole-ppo-s0"
+$B --envs Text-Blackjack-v1 --agents "$BJ" --episodes 500
+$B --envs Text-FrozenLake-v1 --agents "$LAKE" --episodes 100
+$B --envs Text-CartPole-v1 --agents "$CARTPOLE" --episodes 30 --batch-size 10
+
+$B --envs $LONG_ENVS --agents "$ZS" --episodes 30 --batch-size 10
+$B --envs $LONG_ENVS --agents "$GEN" --episodes 10 --batch-size 10
 
 # One leaderboard over every recorded row: leaderboard.md, the two charts and, for the committed
 # folder, the README's leaderboard block (python benchmarks/leaderboard_readme.py redoes this
