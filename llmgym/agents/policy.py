@@ -17,7 +17,8 @@ for trainers.
 
 An optional :class:`~llmgym.agents.action_head.ActionHead` (score mode) adds a learned,
 state-specific score to each candidate; with ``memoize=True`` (a frozen backbone) each distinct
-prompt's hidden state and candidate scores are computed once and reused by acting and updates.
+prompt's hidden state and candidate scores are computed once and reused by acting and updates,
+and a greedy policy in generate mode generates each distinct prompt's answer once.
 
 Example:
     >>> import gymnasium as gym, llmgym
@@ -534,20 +535,34 @@ class LLMPolicy:
         sampling = Sampling(
             self.config.temperature, self.config.top_p, self.config.greedy, self.generator
         )
-        all_tokens, all_logps = self.backend.generate(prompts, max_new, stop_ids, sampling)
+        # Greedy with memoize (fixed weights): each distinct prompt is generated once; else every
+        # prompt is its own (identical sampled prompts must not share an answer).
+        reuse = self.memoize and self.config.greedy
+        memo = self._memo if reuse else {}
+        keys = [("generate", tuple(p)) if reuse else ("generate", i) for i, p in enumerate(prompts)]
+        todo = sorted({k: i for i, k in reversed(list(enumerate(keys))) if k not in memo}.values())
+        fresh = {}
+        if todo:
+            tokens, logps = self.backend.generate(
+                [prompts[i] for i in todo], max_new, stop_ids, sampling
+            )
+            stop_set = set(stop_ids)
+            for i, row, row_logps in zip(todo, tokens, logps):
+                end = next((j + 1 for j, t in enumerate(row) if t in stop_set), len(row))
+                self.stats["generated_tokens"] += end
+                fresh[keys[i]] = (row[:end], row_logps[:end])
+            memo.update(fresh)
         samples = []
-        stop_set = set(stop_ids)
-        for b, row in enumerate(all_tokens):
-            end = next((i + 1 for i, t in enumerate(row) if t in stop_set), len(row))
-            self.stats["generated_tokens"] += end
-            text = self.tokenizer.decode(row[:end], skip_special_tokens=True)
+        for b, key in enumerate(keys):
+            completion, logprobs = fresh[key] if key in fresh else memo[key]
+            text = self.tokenizer.decode(completion, skip_special_tokens=True)
             samples.append(
                 ActionSample(
                     text=prefills[b] + text,
                     action_index=None,
                     prompt_ids=prompts[b],
-                    completion_ids=row[:end],
-                    logprobs=all_logps[b][:end],
+                    completion_ids=list(completion),
+                    logprobs=list(logprobs),
                     candidate_ids=[],
                     messages=messages[b],
                 )

@@ -285,3 +285,29 @@ def test_a_backend_passed_in_does_the_model_work(tiny, blackjack, mode):
     training = "score" if mode == "score" else "completion_logprobs"
     assert calls == [acting, training]
     assert policy.stats is backend.stats and backend.stats["prompt_tokens"] > 0
+
+
+def test_greedy_generation_is_memoised_per_prompt_and_sampling_is_not(tiny, blackjack):
+    """With memoize (fixed weights), a greedy generate-mode policy generates each distinct
+    prompt once and answers as without the memo; sampled identical prompts stay separate."""
+    model, tokenizer = tiny
+    obs, infos = blackjack
+    obs, infos = [obs[0], obs[1], obs[0]], [infos[0], infos[1], infos[0]]
+    config = PolicyConfig(mode="generate", greedy=True, max_new_tokens=6)
+    plain = [s.completion_ids for s in LLMPolicy(model, tokenizer, config).act(obs, infos)]
+    memo = LLMPolicy(model, tokenizer, config, memoize=True)
+    calls = []
+    generate = memo.backend.generate
+    memo.backend.generate = lambda prompts, *a: calls.append(len(prompts)) or generate(prompts, *a)
+    first = memo.act(obs, infos)
+    again = memo.act(obs, infos)
+    assert [s.completion_ids for s in first] == [s.completion_ids for s in again] == plain
+    assert calls == [2]  # two distinct prompts, generated once
+    sampled = LLMPolicy(
+        model, tokenizer, PolicyConfig(mode="generate", max_new_tokens=6), memoize=True
+    )
+    sampled.backend.generate = lambda prompts, *a: (
+        calls.append(len(prompts)) or generate(prompts, *a)
+    )
+    sampled.act(obs, infos)
+    assert calls[-1] == 3
