@@ -41,6 +41,11 @@ from llmgym.envs.registration import make_eval_env
 from llmgym.errors import AgentError
 from llmgym.rollout import Episode, play
 
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; one bench per folder there
+    fcntl = None  # type: ignore[assignment]
+
 EPISODES_FILE = "episodes.jsonl"
 EXACT_FILE = "exact.jsonl"
 #: Called after each finished episode with its row (for progress bars).
@@ -69,7 +74,9 @@ def row_key(row: dict[str, Any]) -> tuple[str, str, int]:
 class EpisodeLog:
     """Appends episode rows to ``output/episodes.jsonl`` (and exact rows to ``exact.jsonl``),
     each (env, agent, seed) once: rows already recorded, or written twice, are dropped.
-    ``new_rows`` holds what this log wrote; ``on_episode(row)`` is called for each.
+    ``new_rows`` holds what this log wrote; ``on_episode(row)`` is called for each. Each write
+    holds an exclusive lock on the file and first reads what other processes appended since,
+    so two bench runs on one folder never record an episode twice (POSIX; elsewhere unlocked).
 
     Example:
         >>> import tempfile
@@ -82,25 +89,62 @@ class EpisodeLog:
     def __init__(self, output: Path, on_episode: Callback | None = None) -> None:
         self.output = Path(output)
         self.output.mkdir(parents=True, exist_ok=True)
-        self.done = {row_key(r) for r in load_rows(self.output)}
-        self.exact_done = {(r["env_id"], r["agent"]) for r in load_rows(self.output, EXACT_FILE)}
+        self.done: set[tuple[str, str, int]] = set()
+        self.exact_done: set[tuple[str, str]] = set()
+        self._read = {EPISODES_FILE: 0, EXACT_FILE: 0}  # bytes of each file seen so far
+        self._catch_up(EPISODES_FILE)
+        self._catch_up(EXACT_FILE)
         self.new_rows: list[dict[str, Any]] = []
         self.on_episode = on_episode
 
     def __enter__(self) -> EpisodeLog:
-        self._sink = (self.output / EPISODES_FILE).open("a")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._sink.close()
+        pass
+
+    def _catch_up(self, name: str) -> None:
+        """Record the complete rows appended to ``name`` since this log last read it."""
+        path = self.output / name
+        if not path.exists():
+            return
+        with path.open("rb") as f:
+            f.seek(self._read[name])
+            data = f.read()
+        complete = data[: data.rfind(b"\n") + 1]
+        self._read[name] += len(complete)
+        for line in complete.decode().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if name == EPISODES_FILE:
+                self.done.add(row_key(row))
+            else:
+                self.exact_done.add((row["env_id"], row["agent"]))
+
+    def _append(self, name: str, row: dict[str, Any], key: Any, done: set[Any]) -> bool:
+        """Append ``row`` to ``name`` under an exclusive lock unless ``key`` is in ``done``
+        once the rows other processes appended meanwhile are read."""
+        if key in done:
+            return False
+        with (self.output / name).open("a") as sink:
+            if fcntl is not None:
+                fcntl.flock(sink, fcntl.LOCK_EX)  # released when the file closes
+            self._catch_up(name)
+            if key in done:
+                return False
+            text = json.dumps(row) + "\n"
+            sink.write(text)
+            sink.flush()
+            self._read[name] += len(text.encode())
+        done.add(key)
+        return True
 
     def write(self, row: dict[str, Any]) -> bool:
         """Append ``row`` unless its episode is recorded already; whether it was written."""
-        if row_key(row) in self.done:
+        if not self._append(EPISODES_FILE, row, row_key(row), self.done):
             return False
-        self._sink.write(json.dumps(row) + "\n")
-        self._sink.flush()
-        self.done.add(row_key(row))
         self.new_rows.append(row)
         if self.on_episode is not None:
             self.on_episode(row)
@@ -108,10 +152,7 @@ class EpisodeLog:
 
     def write_exact(self, row: dict[str, Any]) -> None:
         """Append an ``exact_row`` unless its cell has one."""
-        if (row["env_id"], row["agent"]) not in self.exact_done:
-            with (self.output / EXACT_FILE).open("a") as sink:
-                sink.write(json.dumps(row) + "\n")
-            self.exact_done.add((row["env_id"], row["agent"]))
+        self._append(EXACT_FILE, row, (row["env_id"], row["agent"]), self.exact_done)
 
 
 def seed_rows(agent: TextAgent, seeds: Sequence[int]) -> None:

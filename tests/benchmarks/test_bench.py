@@ -215,3 +215,27 @@ def test_llm_agents_play_greedily_and_score_each_distinct_prompt_once(tmp_path, 
     rows = run_bench(["Text-FrozenLake-v1"], ["llm:tiny"], episodes=4, output=tmp_path / "a")
     steps = sum(r["length"] for r in rows)
     assert sum(scored) <= 16 < steps  # the exact evaluation's states included
+
+
+def test_two_bench_runs_on_one_folder_record_each_episode_once(tmp_path):
+    """Two processes playing the same cell into one folder (a second run started by mistake):
+    each writes under a lock after reading what the other appended, so every (env, agent,
+    seed) is recorded once; exact rows likewise."""
+    import subprocess
+
+    code = (
+        "import sys; from pathlib import Path; from llmgym.bench.runner import run_bench; "
+        "run_bench(['Text-FrozenLake-v1'], ['random', 'optimal'], episodes=40, "
+        "output=Path(sys.argv[1]), batch_size=2)"
+    )
+    runs = [
+        subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stderr=subprocess.PIPE)
+        for _ in range(2)
+    ]
+    for run in runs:
+        assert run.wait(timeout=300) == 0, run.stderr.read().decode()[-2000:]
+    rows = load_rows(tmp_path)
+    keys = [(r["agent"], r["seed"]) for r in rows]
+    assert len(keys) == len(set(keys)) == 80
+    exact = load_rows(tmp_path, "exact.jsonl")
+    assert [r["agent"] for r in exact] == ["optimal"]
