@@ -235,11 +235,14 @@ def load_model(
     stats = [weights.pop(key, None) for key in (OBS_MEAN, OBS_VAR)]
     normalizer = None
     if config_for(base_id, algo).normalize:
-        if any(stat is None for stat in stats) or "vec_normalize" not in record:
-            raise AgentError(f"The weights in {path} lack the observation statistics; {redo}.")
-        normalizer = ObservationNormalizer(
-            stats[0].numpy(), stats[1].numpy(), **record["vec_normalize"]
-        )
+        settings = record.get("vec_normalize")
+        try:
+            clip, epsilon = float(settings["clip_obs"]), float(settings["epsilon"])
+            mean, var = stats[0].numpy(), stats[1].numpy()
+        except (AttributeError, KeyError, TypeError, ValueError):
+            why = f"The weights in {path} lack the observation statistics; {redo}."
+            raise AgentError(why) from None
+        normalizer = ObservationNormalizer(mean, var, clip, epsilon)
     model = _build(base_id, algo, seed, 1, env_kwargs, for_training=False)
     try:
         model.policy.load_state_dict(weights, strict=True)

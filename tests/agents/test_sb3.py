@@ -184,6 +184,12 @@ def test_a_vecnormalize_recipe_saves_its_statistics_and_acts_through_them(monkey
     want, _ = agent.model.predict(frozen._normalize_obs(obs, frozen.obs_rms), deterministic=True)
     assert agent.act_many(list(obs)) == [int(a) for a in want]
     assert sb3.model_path("MountainCar-v0", "ppo") == path
+    record = json.loads(path.with_suffix(".json").read_text())
+    del record["vec_normalize"]
+    path.with_suffix(".json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="lack the observation statistics") as info:
+        sb3.load_agent("MountainCar-v0", "ppo")
+    assert "\n" not in str(info.value)
 
 
 def test_recipes_without_vecnormalize_keep_their_cache_names(monkeypatch):
