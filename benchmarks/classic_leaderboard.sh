@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Rebuild benchmarks/results/classic: reference rows, then smollm2-135m rows (zero-shot, and the
 # policies RL trained from scratch). Finished episodes are skipped, so rerunning resumes;
-# delete the output folder to start over. The SB3 agents play the committed policies in benchmarks/results/classic/sb3/
-# (bash benchmarks/train_sb3_policies.sh trains any that are missing there).
+# delete the output folder to start over. The SB3 agents play the committed policies in
+# benchmarks/results/classic/sb3/ (bash benchmarks/train_sb3_policies.sh trains any missing).
 set -euo pipefail
 OUT=${OUT:-benchmarks/results/classic}
 B="llmgym bench --seed 1000 --output $OUT"

@@ -71,6 +71,11 @@ def row_key(row: dict[str, Any]) -> tuple[str, str, int]:
     return row["env_id"], row["agent"], row["seed"]
 
 
+def cell_key(row: dict[str, Any]) -> tuple[str, str]:
+    """What makes an exact row unique: its cell, (env, agent)."""
+    return row["env_id"], row["agent"]
+
+
 class EpisodeLog:
     """Appends episode rows to ``output/episodes.jsonl`` (and exact rows to ``exact.jsonl``),
     each (env, agent, seed) once: rows already recorded, or written twice, are dropped.
@@ -91,9 +96,11 @@ class EpisodeLog:
         self.output.mkdir(parents=True, exist_ok=True)
         self.done: set[tuple[str, str, int]] = set()
         self.exact_done: set[tuple[str, str]] = set()
-        self._read = {EPISODES_FILE: 0, EXACT_FILE: 0}  # bytes of each file seen so far
-        self._catch_up(EPISODES_FILE)
-        self._catch_up(EXACT_FILE)
+        #: Per file: its rows' key, the keys recorded, and how many bytes of it were read.
+        self._files = {EPISODES_FILE: (row_key, self.done), EXACT_FILE: (cell_key, self.exact_done)}
+        self._read = dict.fromkeys(self._files, 0)
+        for name in self._files:
+            self._catch_up(name)
         self.new_rows: list[dict[str, Any]] = []
         self.on_episode = on_episode
 
@@ -118,14 +125,14 @@ class EpisodeLog:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if name == EPISODES_FILE:
-                self.done.add(row_key(row))
-            else:
-                self.exact_done.add((row["env_id"], row["agent"]))
+            key, done = self._files[name]
+            done.add(key(row))
 
-    def _append(self, name: str, row: dict[str, Any], key: Any, done: set[Any]) -> bool:
-        """Append ``row`` to ``name`` under an exclusive lock unless ``key`` is in ``done``
-        once the rows other processes appended meanwhile are read."""
+    def _append(self, name: str, row: dict[str, Any]) -> bool:
+        """Append ``row`` to ``name`` under an exclusive lock unless its key is recorded, also
+        by another process meanwhile (read first, under the lock); whether it was written."""
+        key_of, done = self._files[name]
+        key = key_of(row)
         if key in done:
             return False
         with (self.output / name).open("a") as sink:
@@ -143,7 +150,7 @@ class EpisodeLog:
 
     def write(self, row: dict[str, Any]) -> bool:
         """Append ``row`` unless its episode is recorded already; whether it was written."""
-        if not self._append(EPISODES_FILE, row, row_key(row), self.done):
+        if not self._append(EPISODES_FILE, row):
             return False
         self.new_rows.append(row)
         if self.on_episode is not None:
@@ -152,7 +159,7 @@ class EpisodeLog:
 
     def write_exact(self, row: dict[str, Any]) -> None:
         """Append an ``exact_row`` unless its cell has one."""
-        self._append(EXACT_FILE, row, (row["env_id"], row["agent"]), self.exact_done)
+        self._append(EXACT_FILE, row)
 
 
 def seed_rows(agent: TextAgent, seeds: Sequence[int]) -> None:

@@ -180,6 +180,12 @@ def _reinforce_through_vllm(tmp_path, **config):
     return trainer, LLMPolicy(trainer.model, tokenizer, PolicyConfig(mode="score"))
 
 
+def _served_and_local(trainer, local, observations, infos):
+    """Score-mode log pi as served by vLLM and as transformers computes it on the same weights."""
+    served = np.log(trainer.policy.action_probabilities(observations, infos))
+    return served, np.log(local.action_probabilities(observations, infos))
+
+
 def test_training_through_vllm_hot_loads_the_adapter_after_each_update(tmp_path):
     """A short REINFORCE run (LoRA, no action head) acting through the server: after each
     update the adapter is hot-loaded under a new name, and the served score-mode distribution
@@ -191,8 +197,7 @@ def test_training_through_vllm_hot_loads_the_adapter_after_each_update(tmp_path)
     for update in (1, 2):
         metrics = trainer.train_on_episodes(trainer.collect())
         assert trainer.vllm.model == f"llmgym-run-{update}"  # hot-loaded under a new name
-        served = np.log(trainer.policy.action_probabilities(observations, infos))
-        want = np.log(local.action_probabilities(observations, infos))
+        served, want = _served_and_local(trainer, local, observations, infos)
         gap, moved = np.abs(served - want).max(), np.abs(served - previous).max()
         print(
             f"\nupdate {update}: perf/vllm_logprob_gap {metrics['perf/vllm_logprob_gap']:.2e} "
@@ -219,8 +224,7 @@ def test_a_full_fine_tune_through_vllm_reloads_the_weights_after_each_update(tmp
     try:
         for update in (1, 2):
             trainer.train_on_episodes(trainer.collect())
-            served = np.log(trainer.policy.action_probabilities(observations, infos))
-            want = np.log(local.action_probabilities(observations, infos))
+            served, want = _served_and_local(trainer, local, observations, infos)
             gap, moved = np.abs(served - want).max(), np.abs(served - start).max()
             print(
                 f"\nfull fine-tune update {update}: served log pi moved by {moved:.3f} from the "

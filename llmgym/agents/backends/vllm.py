@@ -396,7 +396,7 @@ class VLLMServer(VLLMBackend):
             raise VLLMError(
                 f"The vLLM server at {self.url} cannot reload weights (no /collective_rpc): "
                 "a full fine-tune syncs through vLLM's development routes, so start the server "
-                "with VLLM_SERVER_DEV_MODE=1, or train LoRA (--set lora.enabled=true)."
+                "with VLLM_SERVER_DEV_MODE=1, or train LoRA (--set lora=true)."
             ) from None
         if isinstance(reset, dict) and reset.get("success") is False:
             raise VLLMError(f"The vLLM server at {self.url} kept its prefix cache after a reload.")
