@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # RL from scratch on the embedded SmolLM2-135M (issue 9): every committed run, one at a time,
-# on one CPU thread. Each run writes
+# on one CPU thread (THREADS=N for more). Each run writes
 #   benchmarks/results/rl/NAME.json   the record (env, algo, budget, exact/sampled values, command)
 #   benchmarks/results/rl/NAME.csv    its learning curve (metrics.csv of the run)
 #   benchmarks/results/rl/NAME.png    the plot
@@ -10,6 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LLMGYM=${LLMGYM:-.venv/bin/llmgym}
+THREADS=${THREADS:-1}  # CPU threads per run (THREADS=2 when nothing else needs the second core)
 # Blackjack: frozen LM + action head (SGD, the default), sampling at temperature 2, rates
 # annealed to 0 (the final policy is otherwise the noise of its last batches); PPO's critic
 # bootstraps more (gae_lambda 0.5); benchmarks/head_sweep.py compares these choices.
@@ -36,7 +37,7 @@ run() {  # run NAME ENV ARGS...
     if [ ! -d "$out" ]; then mkdir -p runs/rl && cp -r "benchmarks/run_snapshots/$name" "$out"; fi
     resume=(--resume)
   fi
-  OMP_NUM_THREADS=1 $LLMGYM train "$env" --threads 1 --no-progress --output "$out" \
+  OMP_NUM_THREADS=$THREADS $LLMGYM train "$env" --threads "$THREADS" --no-progress --output "$out" \
     --policy-out "benchmarks/weights/rl/$name" --result-json "benchmarks/results/rl/$name.json" \
     "${resume[@]}" "$@"
   cp "$out/metrics.csv" "benchmarks/results/rl/$name.csv"
