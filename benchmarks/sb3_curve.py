@@ -3,14 +3,25 @@ deterministic policy every ``--every`` env steps on the bench's seeds, to see wh
 budget lands on it (e.g. DQN on CartPole, which swings between collapse and 500).
 
     python benchmarks/sb3_curve.py CartPole-v1 dqn --budget 100000 --every 5000 --episodes 10
+    python benchmarks/sb3_curve.py Taxi-v4 dqn --budget 500000 --every 50000 \
+        --output benchmarks/results/classic/sb3_curves/Taxi-v4-dqn-500000.json
 
-Prints one ``env_steps mean_return`` line per evaluation. The recipe is the catalog's for
-(env, algo), its exploration schedule stretched over ``--budget``.
+Prints one ``env_steps value`` line per evaluation (and flushes it, so a long curve can be
+watched): the exact expected return of the deterministic policy where the env's transition
+model is known (Blackjack, FrozenLake, Taxi, CliffWalking: no noise, cheap), else the mean
+return of ``--episodes`` episodes. The recipe is the catalog's for (env, algo), its
+exploration schedule stretched over ``--budget``. ``--output`` also writes the curve, the
+recipe and the command as JSON: the committed record of an attempt (``docs/baselines.md``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import platform
+import sys
+from dataclasses import asdict
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -24,14 +35,23 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=5_000)
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1000, help="First evaluation seed.")
+    parser.add_argument("--output", type=Path, help="Also write the curve here as JSON.")
     args = parser.parse_args()
 
     import torch
 
     import llmgym  # noqa: F401
     from llmgym.agents import sb3
+    from llmgym.agents.exact import agent_act, exact_value, supports_exact
 
     torch.set_num_threads(1)
+    text_id = args.env_id if args.env_id.startswith("Text-") else f"Text-{args.env_id}"
+    exact = supports_exact(text_id)
+
+    def value(agent: sb3.SB3Agent) -> float:
+        result = exact_value(text_id, agent_act(agent)).value if exact else mean_return(agent)
+        print(f"{agent.model.num_timesteps} {result:.4f}", flush=True)
+        return result
 
     def mean_return(agent: sb3.SB3Agent) -> float:
         env, returns = gym.make(args.env_id), []
@@ -44,10 +64,19 @@ def main() -> None:
             returns.append(total)
         return float(np.mean(returns))
 
-    curve = sb3.learning_curve(args.env_id, args.algo, args.budget, args.every, mean_return)
-    for steps, value in zip(curve.env_steps, curve.values):
-        print(f"{steps} {value:.1f}")
+    curve = sb3.learning_curve(args.env_id, args.algo, args.budget, args.every, value)
+    print("exact values" if exact else f"mean returns of {args.episodes} episodes", end=", ")
     print(f"trained {curve.train_seconds:.0f} s, evaluated {curve.eval_seconds:.0f} s")
+    if args.output:
+        record = asdict(curve) | {
+            "evaluation": "exact" if exact else f"mean return of {args.episodes} episodes",
+            "recipe": asdict(sb3.config_for(sb3.base_env_id(args.env_id), args.algo)),
+            "machine": f"{platform.machine()} CPU, one thread",
+            "command": "python benchmarks/sb3_curve.py " + " ".join(sys.argv[1:]),
+        }
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(record, indent=1, default=str) + "\n")
+        print(f"wrote {args.output}")
 
 
 if __name__ == "__main__":

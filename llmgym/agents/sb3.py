@@ -92,8 +92,10 @@ def model_path(
     if timesteps is not None:
         config = replace(config, n_timesteps=timesteps)
     recipe = asdict(config)
-    if not config.normalize:  # recipes from before the field keep their cache files
+    if not config.normalize:  # recipes from before these fields keep their cache files
         del recipe["normalize"]
+    if config.norm_reward:
+        del recipe["norm_reward"]
     key = json.dumps([recipe, env_kwargs], sort_keys=True, default=str)
     digest = hashlib.sha1(key.encode()).hexdigest()[:8]
     return cache_dir() / f"{base_id}-{algo}-s{seed}-{digest}.safetensors"
@@ -187,7 +189,9 @@ def _build(
     hyperparams = _resolve(config.hyperparams)
     vec_env = make_vec_env(lambda: make_base_env(base_id, **env_kwargs), n_envs=n_envs, seed=seed)
     if config.normalize and for_training:
-        vec_env = VecNormalize(vec_env, gamma=hyperparams.get("gamma", 0.99))
+        vec_env = VecNormalize(
+            vec_env, gamma=hyperparams.get("gamma", 0.99), norm_reward=config.norm_reward
+        )
     cls = {"ppo": sb3.PPO, "dqn": sb3.DQN, "a2c": sb3.A2C}[algo]
     return cls("MlpPolicy", vec_env, seed=seed, verbose=0, device="cpu", **hyperparams)
 

@@ -41,6 +41,8 @@ class SB3Config:
     normalize: bool = False
     """Train under ``VecNormalize`` (observations and rewards; the zoo's ``normalize: true``);
     the observation statistics are saved with the policy and applied when it acts."""
+    norm_reward: bool = True
+    """Whether ``normalize`` also scales rewards (the zoo turns it off for some recipes)."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,7 @@ _DQN_TOY = dict(
     exploration_final_eps=0.05,
     policy_kwargs=dict(net_arch=[64, 64]),
 )
+_A2C_TOY = dict(n_steps=16, gamma=0.99, ent_coef=0.01)
 _DQN_ZOO_ACROBOT = dict(
     learning_rate=6.3e-4,
     batch_size=128,
@@ -137,10 +140,11 @@ _DQN_ZOO_ACROBOT = dict(
 
 
 def _toy(steps: int, **overrides: Any) -> dict[str, SB3Config]:
-    """Our PPO and DQN recipes of a toy-text env (``overrides`` change both)."""
+    """Our PPO, DQN and A2C recipes of a toy-text env (``overrides`` change all three)."""
     return {
         "ppo": SB3Config(steps, "llmgym", n_envs=8, hyperparams={**_PPO_TOY, **overrides}),
         "dqn": SB3Config(steps, "llmgym", hyperparams={**_DQN_TOY, **overrides}),
+        "a2c": SB3Config(steps, "llmgym", n_envs=8, hyperparams={**_A2C_TOY, **overrides}),
     }
 
 
@@ -254,6 +258,14 @@ CATALOG: tuple[EnvEntry, ...] = (
                     policy_kwargs=dict(net_arch=[256, 256]),
                 ),
             ),
+            "a2c": SB3Config(
+                1_000_000,
+                _ZOO,
+                n_envs=16,
+                hyperparams=dict(ent_coef=0.0),
+                normalize=True,
+                norm_reward=False,
+            ),
         },
     ),
     _wrapped(
@@ -281,6 +293,19 @@ CATALOG: tuple[EnvEntry, ...] = (
                     vf_coef=0.19,
                     use_sde=True,
                     policy_kwargs=dict(log_std_init=-3.29, ortho_init=False),
+                ),
+            ),
+            "a2c": SB3Config(
+                100_000,
+                _ZOO,
+                n_envs=4,
+                normalize=True,
+                hyperparams=dict(
+                    n_steps=100,
+                    ent_coef=0.0,
+                    use_sde=True,
+                    sde_sample_freq=16,
+                    policy_kwargs=dict(log_std_init=0.0, ortho_init=False),
                 ),
             ),
         },

@@ -193,8 +193,9 @@ def test_a_vecnormalize_recipe_saves_its_statistics_and_acts_through_them(monkey
 
 
 def test_recipes_without_vecnormalize_keep_their_cache_names(monkeypatch):
-    """The hash of a recipe without VecNormalize is the one written before the field existed,
-    so caches (and committed policies) trained then still load."""
+    """The hash of a recipe without VecNormalize (or normalizing rewards too, the default) is the
+    one written before those fields existed, so caches (and committed policies) trained then
+    still load; ``norm_reward=False`` trains under a VecNormalize that leaves rewards alone."""
     import hashlib
     import json
 
@@ -205,3 +206,11 @@ def test_recipes_without_vecnormalize_keep_their_cache_names(monkeypatch):
     normalized = sb3.SB3Config(**recipe, normalize=True)
     monkeypatch.setitem(sb3.HYPERPARAMS, ("CartPole-v1", "a2c"), normalized)
     assert digest not in sb3.model_path("CartPole-v1", "a2c").name
+    with_norm = dict(recipe, normalize=True)  # as hashed before ``norm_reward`` existed
+    norm_key = json.dumps([with_norm, {}], sort_keys=True).encode()
+    assert hashlib.sha1(norm_key).hexdigest()[:8] in sb3.model_path("CartPole-v1", "a2c").name
+    obs_only = sb3.SB3Config(**recipe, normalize=True, norm_reward=False)
+    monkeypatch.setitem(sb3.HYPERPARAMS, ("CartPole-v1", "a2c"), obs_only)
+    assert hashlib.sha1(norm_key).hexdigest()[:8] not in sb3.model_path("CartPole-v1", "a2c").name
+    vec_normalize = sb3._build("CartPole-v1", "a2c", 0, 1, {}).get_vec_normalize_env()
+    assert vec_normalize.norm_obs and not vec_normalize.norm_reward
