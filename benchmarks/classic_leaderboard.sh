@@ -9,8 +9,7 @@ B="llmgym bench --seed 1000 --output $OUT"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
 SB3="env LLMGYM_CACHE=benchmarks/results/classic/sb3"
-$SB3 $B --suite classic --agents random,optimal,sb3-ppo,sb3-dqn
-$SB3 $B --envs Text-CartPole-v1,Text-Acrobot-v1,Text-Pendulum-v1 --agents sb3-a2c  # recipes so far
+$SB3 $B --suite classic --agents random,optimal,sb3-ppo,sb3-dqn,sb3-a2c
 
 # SmolLM2 rows, greedy (the bench's default for LLM agents). Score mode memoises each distinct
 # prompt's scores, so the grid and card games (whose exact values the bench also computes) cost

@@ -17,7 +17,9 @@ CELLS=(MountainCarContinuous-v0:ppo Pendulum-v1:a2c MountainCar-v0:ppo
        CartPole-v1:ppo CartPole-v1:dqn CartPole-v1:a2c Acrobot-v1:ppo Acrobot-v1:dqn Acrobot-v1:a2c
        MountainCar-v0:dqn Pendulum-v1:ppo Blackjack-v1:ppo Blackjack-v1:dqn
        FrozenLake-v1:ppo FrozenLake-v1:dqn FrozenLake8x8-v1:ppo FrozenLake8x8-v1:dqn
-       Taxi-v4:ppo Taxi-v4:dqn CliffWalking-v1:ppo CliffWalking-v1:dqn)
+       Taxi-v4:ppo Taxi-v4:dqn CliffWalking-v1:ppo CliffWalking-v1:dqn
+       MountainCar-v0:a2c MountainCarContinuous-v0:a2c Blackjack-v1:a2c FrozenLake-v1:a2c
+       FrozenLake8x8-v1:a2c Taxi-v4:a2c CliffWalking-v1:a2c)
 for cell in "${@:-${CELLS[@]}}"; do
   env=${cell%%:*} algo=${cell##*:}
   echo "== $env $algo ($(date +%H:%M))"
