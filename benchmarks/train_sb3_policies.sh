@@ -27,16 +27,25 @@ for cell in "${@:-${CELLS[@]}}"; do
 done
 
 # The leaderboard's "trained on" column reads sb3_models.json: bring it up to date with the
-# training records of the policies now committed (same env and algorithm: replaced).
+# training records of the policies now committed (same env and algorithm: replaced). A policy
+# of an older recipe (its file name is not the catalog's now) is skipped and named: delete it.
 .venv/bin/python - <<'PY'
 import json
 from pathlib import Path
+
+from llmgym.agents.sb3 import model_path
 
 records_path = Path("benchmarks/results/classic/sb3_models.json")
 records = json.loads(records_path.read_text())
 keys = ("env_id", "algo", "seed", "timesteps", "train_seconds", "stable_baselines3")
 for path in sorted(Path("benchmarks/results/classic/sb3").glob("*.json")):
     new = json.loads(path.read_text())
+    current = model_path(
+        new["env_id"], new["algo"], new["seed"], new["timesteps"], **new.get("env_kwargs", {})
+    )
+    if current.stem != path.stem:
+        print(f"{path} is an older recipe's policy (now {current.name}): not synced")
+        continue
     entry = {k: new[k] for k in keys} | {"source": new["config"]["source"]}
     records = [r for r in records if (r["env_id"], r["algo"]) != (new["env_id"], new["algo"])]
     records.append(entry)
