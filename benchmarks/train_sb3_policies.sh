@@ -3,8 +3,8 @@
 # benchmarks/results/classic/sb3/ (the committed policies: safetensors weights, VecNormalize
 # statistics where the recipe uses it, and a .json record of the training). A policy already
 # there is kept, so rerunning resumes; delete a file pair to retrain it. One at a time on one
-# thread; the committed 21 took 1.2 h of train_seconds in all on this project's shared 2-core CPU
-# (their .json records; the longest: Acrobot DQN 13.9 min, Pendulum A2C 12.1 min).
+# thread; the committed 28 took 1.8 h of train_seconds in all on this project's shared 2-core CPU
+# (their .json records; the longest: Taxi DQN 20.5 min, Acrobot DQN 13.9 min).
 #
 #   bash benchmarks/train_sb3_policies.sh [ENV:ALGO ...]    # default: every cell, broken ones first
 #
