@@ -129,3 +129,30 @@ def test_train_throughput_quick_writes_every_configuration(tmp_path):
     assert rows["score-head"]["backward_span_params"] == 0
     assert rows["score-lora-head"]["summary"]["update_backward_tokens_per_step"] > 0
     assert rows["generate-lora"]["train_config"]["action_head"] is False
+
+
+def test_sb3_curve_records_exact_values_where_it_can_and_episode_means_elsewhere(tmp_path):
+    for env_id, evaluation in (("Blackjack-v1", "exact"), ("CartPole-v1", "mean return of 2")):
+        out = tmp_path / f"{env_id}.json"
+        _run(
+            "sb3_curve.py",
+            env_id,
+            "a2c",
+            "--budget",
+            "80",
+            "--every",
+            "40",
+            "--episodes",
+            "2",
+            "--output",
+            str(out),
+        )
+        record = json.loads(out.read_text())
+        assert record["evaluation"].startswith(evaluation)
+        steps = record["env_steps"]  # PPO/A2C finish their rollout: the last point may pass 80
+        assert steps[0] == 0 and steps == sorted(steps) and steps[-1] >= 80
+        assert len(record["values"]) == len(steps)
+        assert record["recipe"]["n_timesteps"] > 0 and "--budget 80" in record["command"]
+    blackjack = json.loads((tmp_path / "Blackjack-v1.json").read_text())
+    # An expected return, not the mean of 2 episodes (which could only be a multiple of 0.5).
+    assert blackjack["values"][0] * 2 != round(blackjack["values"][0] * 2)
