@@ -187,6 +187,19 @@ def split_infos(infos: dict[str, Any] | Sequence[dict[str, Any]], n: int) -> lis
     return out
 
 
+def _first_missing(keys: Sequence[Any], memo: dict[Any, Any]) -> list[int]:
+    """Indices of the first occurrence of each key not in ``memo``, in order.
+
+    >>> _first_missing(["a", "b", "a", "c"], {"b": 1})
+    [0, 3]
+    """
+    first: dict[Any, int] = {}
+    for i, key in enumerate(keys):
+        if key not in memo:
+            first.setdefault(key, i)
+    return list(first.values())
+
+
 class LLMPolicy:
     """Acts for a batch of text envs with a causal LM (plain, or a peft ``PeftModel``), or
     through a vLLM server (``config.backend == "vllm"``; ``model`` may then be None: acting
@@ -469,8 +482,7 @@ class LLMPolicy:
         if not self.memoize:
             return self._forward_features(prompts, candidates, actions, shared)
         keys = [(tuple(p), tuple(a)) for p, a in zip(prompts, actions)]
-        first = {k: i for i, k in reversed(list(enumerate(keys)))}  # one row per distinct key
-        missing = sorted(i for k, i in first.items() if k not in self._memo)
+        missing = _first_missing(keys, self._memo)
         if missing:
             with torch.no_grad():
                 hidden, lm = self._forward_features(
@@ -540,8 +552,7 @@ class LLMPolicy:
         reuse = self.memoize and self.config.greedy
         memo = self._memo if reuse else {}
         keys = [("generate", tuple(p)) if reuse else ("generate", i) for i, p in enumerate(prompts)]
-        todo = sorted({k: i for i, k in reversed(list(enumerate(keys))) if k not in memo}.values())
-        fresh = {}
+        todo = _first_missing(keys, memo)
         if todo:
             tokens, logps = self.backend.generate(
                 [prompts[i] for i in todo], max_new, stop_ids, sampling
@@ -550,11 +561,10 @@ class LLMPolicy:
             for i, row, row_logps in zip(todo, tokens, logps):
                 end = next((j + 1 for j, t in enumerate(row) if t in stop_set), len(row))
                 self.stats["generated_tokens"] += end
-                fresh[keys[i]] = (row[:end], row_logps[:end])
-            memo.update(fresh)
+                memo[keys[i]] = (row[:end], row_logps[:end])
         samples = []
         for b, key in enumerate(keys):
-            completion, logprobs = fresh[key] if key in fresh else memo[key]
+            completion, logprobs = memo[key]
             text = self.tokenizer.decode(completion, skip_special_tokens=True)
             samples.append(
                 ActionSample(
