@@ -184,8 +184,7 @@ def train(
                 f"budget {_budget(config)} -> {output}"
             )
         start_value = _start_value(trainer, Path(output), final_eval_episodes, resume)
-        trainer.train(resume=resume)
-        final = trainer.evaluate(final_eval_episodes)
+        final = trainer.train(resume=resume, final_episodes=final_eval_episodes)
         weights = trainer.save_policy(policy_out or Path(output) / "policy")
     except (LLMGymError, ValueError, OSError) as error:  # bad model name, config or files
         raise fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None

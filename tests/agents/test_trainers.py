@@ -139,6 +139,27 @@ def test_kl_to_reference_is_zero_before_the_first_update(tmp_path):
     assert metrics["losses/kl"] == pytest.approx(0.0, abs=1e-6)
 
 
+def test_final_evaluation_comes_after_the_last_checkpoint(tmp_path):
+    """A run killed during its final evaluation resumes with every update kept, and the
+    final evaluation is played once, over ``final_episodes``."""
+    from llmgym.agents.trainers import checkpoints
+
+    trainer = make_trainer("reinforce", total_episodes=32, output_dir=str(tmp_path), **FAST)
+    seen = []
+    evaluate = trainer.evaluate
+
+    def spy(episodes=None, **kwargs):
+        newest = checkpoints.latest(tmp_path / "checkpoints")
+        seen.append((episodes, newest.name if newest else None))
+        return evaluate(episodes, **kwargs)
+
+    trainer.evaluate = spy
+    final = trainer.train(final_episodes=5)
+    assert final["episodes"] == 5
+    assert seen[-1] == (5, f"iter_{trainer.iteration:06d}") and trainer.iteration == 2
+    assert [episodes for episodes, _ in seen] == [None, 5]  # the start, then the final one
+
+
 @pytest.mark.parametrize("algo", ALGOS)
 def test_resume_gives_the_same_next_update(algo, tmp_path):
     cfg = dict(FAST, eval_episodes=8, **_extra(algo))

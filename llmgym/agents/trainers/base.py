@@ -480,8 +480,10 @@ class Trainer(LoraAndReference, Checkpointing):
             self.refresh_reference()
         return stats
 
-    def train(self, resume: bool = False) -> dict[str, Any]:
-        """Run until the budget is spent; returns the final evaluation."""
+    def train(self, resume: bool = False, final_episodes: int | None = None) -> dict[str, Any]:
+        """Run until the budget is spent; returns the final evaluation (over ``final_episodes``
+        episodes, default ``eval_episodes``), made after the last checkpoint so that an
+        interrupted final evaluation resumes without repeating any update."""
         cfg = self.config
         main = self.processes.is_main
         if resume:
@@ -513,11 +515,11 @@ class Trainer(LoraAndReference, Checkpointing):
                     self.save_checkpoint()  # iter_000000 = the SFT warm start (RL can restart here)
             while not self._done():
                 self.run_iteration(pbar)
-            final = self.evaluate()
+            self.save_checkpoint()
+            final = self.evaluate(final_episodes)
             final_row = _eval_metrics(final) | {"iteration": self.iteration}
             if self.logger is not None:
                 checkpoints.log_once(self.logger, final_row, self.env_steps)
-            self.save_checkpoint()
             return final
         finally:
             if pbar is not None:
