@@ -178,14 +178,16 @@ def _build(
     n_envs: int,
     env_kwargs: dict[str, Any],
     for_training: bool = True,
+    config: SB3Config | None = None,
 ) -> Any:
-    """A fresh SB3 model of the known class and recipe (untrained); its envs are wrapped in
-    ``VecNormalize`` (gamma the recipe's) when the recipe says so and ``for_training``."""
+    """A fresh SB3 model of the known class and recipe (untrained; ``config``, else the
+    catalog's); its envs are wrapped in ``VecNormalize`` (gamma the recipe's) when the recipe
+    says so and ``for_training``."""
     import stable_baselines3 as sb3
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
-    config = config_for(base_id, algo)
+    config = config or config_for(base_id, algo)
     hyperparams = _resolve(config.hyperparams)
     vec_env = make_vec_env(lambda: make_base_env(base_id, **env_kwargs), n_envs=n_envs, seed=seed)
     if config.normalize and for_training:
@@ -323,8 +325,10 @@ def learning_curve(
     eval_fn: Callable[[SB3Agent], float],
     seed: int = 0,
     env_kwargs: dict[str, Any] | None = None,
+    config: SB3Config | None = None,
 ) -> LearningCurve:
-    """Train a fresh SB3 model (this module's recipe for ``(env, algo)``, nothing cached) for
+    """Train a fresh SB3 model (``config``, else the catalog's recipe for ``(env, algo)``;
+    nothing cached) for
     ``budget`` env steps and evaluate it with ``eval_fn`` before training, then whenever
     another ``eval_every`` steps are done, and at the end. ``eval_fn`` gets the model as an
     :class:`SB3Agent` (deterministic actions), so it can play the ``Text-*`` env or be
@@ -339,7 +343,8 @@ def learning_curve(
     _check(base_id, algo)
     if budget < 1 or eval_every < 1:
         raise AgentError(f"budget and eval_every must be at least 1, not {budget}, {eval_every}.")
-    model = _build(base_id, algo, seed, config_for(base_id, algo).n_envs, env_kwargs)
+    config = config or config_for(base_id, algo)
+    model = _build(base_id, algo, seed, config.n_envs, env_kwargs, config=config)
     normalizer = model.get_vec_normalize_env()  # its statistics as they stand at each point
     normalize = normalizer.normalize_obs if normalizer is not None else None
     agent = SB3Agent(gym.make(base_id, **env_kwargs), model, f"sb3-{algo}", normalize)
