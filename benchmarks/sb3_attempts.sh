@@ -3,7 +3,7 @@
 # learning curve in benchmarks/results/classic/sb3_curves/ (exact value of the deterministic
 # policy at each evaluation; the recipe, its overrides and the command inside). The catalog's
 # recipes loop to the 200-step cap (-200) on both envs; these change one thing at a time:
-# more entropy, longer rollouts, a longer budget. About 20 min on one CPU thread.
+# more entropy, longer rollouts, a longer budget. About 7 min on one CPU thread.
 # Usage: bash benchmarks/sb3_attempts.sh [NAME ...]   (default: all; NAME as in the table below)
 set -euo pipefail
 cd "$(dirname "$0")/.."

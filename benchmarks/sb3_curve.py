@@ -14,8 +14,8 @@ return of ``--episodes`` episodes. The recipe is the catalog's for (env, algo), 
 exploration schedule stretched over ``--budget``; ``--set KEY=VALUE`` changes one of its
 hyperparameters (the value read as JSON where it parses, e.g. ``0.05``, else as text, e.g.
 ``lin_7e-4``) and ``--n-envs`` its number of envs, to record an attempt at another recipe.
-``--output`` also writes the curve, the
-recipe and the command as JSON: the committed record of an attempt (``docs/baselines.md``).
+``--output`` also writes the curve, the recipe (with its overrides) and the command as JSON:
+the committed record of an attempt (``docs/baselines.md``, ``benchmarks/sb3_attempts.sh``).
 """
 
 from __future__ import annotations
