@@ -329,9 +329,9 @@ def learning_curve(
 ) -> LearningCurve:
     """Train a fresh SB3 model (``config``, else the catalog's recipe for ``(env, algo)``;
     nothing cached) for ``budget`` env steps and evaluate it with ``eval_fn`` before training,
-    then whenever another ``eval_every`` steps are done, and at the end. ``eval_fn`` gets the model as an
-    :class:`SB3Agent` (deterministic actions), so it can play the ``Text-*`` env or be
-    evaluated exactly. ``env_id`` may be the base id or its ``Text-*`` twin.
+    then whenever another ``eval_every`` steps are done, and at the end. ``eval_fn`` gets the
+    model as an :class:`SB3Agent` (deterministic actions), so it can play the ``Text-*`` env
+    or be evaluated exactly. ``env_id`` may be the base id or its ``Text-*`` twin.
 
     PPO/A2C only change their policy after each rollout (``n_steps x n_envs`` steps), and
     ``learn`` finishes the rollout it is in, so the last point may lie a little past ``budget``.
