@@ -30,6 +30,15 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
+# Keywords of the SB3 constructor that the recipe does not own, and what to do instead.
+NOT_HYPERPARAMETERS = {
+    "n_envs": "use --n-envs",
+    "total_timesteps": "use --budget",
+    "seed": "the curve's seed is fixed at 0",
+    **{k: "llmgym sets it" for k in ("env", "policy", "verbose", "device")},
+    **{k: "it is part of the recipe, not an SB3 keyword" for k in ("normalize", "norm_reward")},
+}
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -49,6 +58,8 @@ def main() -> None:
         overrides = dict(_override(item) for item in args.set)
     except ValueError as error:
         parser.error(str(error))
+    if args.n_envs is not None and args.n_envs < 1:
+        parser.error(f"--n-envs must be at least 1, not {args.n_envs}.")
 
     import torch
 
@@ -79,6 +90,7 @@ def main() -> None:
     recipe = sb3.config_for(sb3.base_env_id(args.env_id), args.algo)
     recipe = replace(
         recipe,
+        n_timesteps=args.budget,
         hyperparams=recipe.hyperparams | overrides,
         n_envs=args.n_envs or recipe.n_envs,
     )
@@ -110,6 +122,10 @@ def _override(item: str) -> tuple[str, object]:
     key, sep, text = item.partition("=")
     if not sep or not key:
         raise ValueError(f"--set takes KEY=VALUE, not {item!r}.")
+    if key in NOT_HYPERPARAMETERS:
+        raise ValueError(
+            f"--set {key} is not an algorithm hyperparameter here; {NOT_HYPERPARAMETERS[key]}."
+        )
     try:
         return key, json.loads(text)
     except json.JSONDecodeError:

@@ -161,16 +161,26 @@ def test_sb3_curve_records_exact_values_where_it_can_and_episode_means_elsewhere
 def test_sb3_curve_records_an_attempt_at_another_recipe(tmp_path):
     out = tmp_path / "curve.json"
     _run(
-        "sb3_curve.py", "Blackjack-v1", "a2c", "--budget", "80", "--every", "40",
+        "sb3_curve.py", "Blackjack-v1", "a2c", "--budget", "60", "--every", "40",
         "--set", "n_steps=8", "--set", "learning_rate=lin_1e-3", "--n-envs", "3",
         "--output", str(out),
     )  # fmt: skip
     record = json.loads(out.read_text())
-    # 3 envs step together (evaluations at 42 and 81, not 40 and 80) and learn() finishes its
-    # rollout of 8 steps x 3 envs (96, not the recipe's 16 x 8 = 128).
-    assert record["env_steps"] == [0, 42, 81, 96]
-    assert record["recipe"]["hyperparams"]["n_steps"] == 8 and record["recipe"]["n_envs"] == 3
+    # 3 envs step together (an evaluation at 42, not 40) and learn() ends its last rollout of
+    # 8 steps x 3 envs at 72 (with the recipe's n_steps 16 it would end at 96, with 8 envs at 64).
+    assert record["env_steps"] == [0, 42, 72]
+    recipe = record["recipe"]
+    assert recipe["hyperparams"]["n_steps"] == 8 and recipe["n_envs"] == 3
+    assert recipe["n_timesteps"] == 60
     assert record["overrides"] == {"n_steps": 8, "learning_rate": "lin_1e-3", "n_envs": 3}
-    command = [sys.executable, str(BENCH / "sb3_curve.py"), "Blackjack-v1", "a2c", "--set", "x"]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 2 and "--set takes KEY=VALUE, not 'x'." in done.stderr
+    script = [sys.executable, str(BENCH / "sb3_curve.py"), "Blackjack-v1", "a2c"]
+    for bad, message in (
+        (["--set", "x"], "--set takes KEY=VALUE, not 'x'."),
+        (
+            ["--set", "n_envs=4"],
+            "--set n_envs is not an algorithm hyperparameter here; use --n-envs.",
+        ),
+        (["--n-envs", "0"], "--n-envs must be at least 1, not 0."),
+    ):
+        done = subprocess.run(script + bad, capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 2 and message in done.stderr

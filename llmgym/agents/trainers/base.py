@@ -482,8 +482,8 @@ class Trainer(LoraAndReference, Checkpointing):
 
     def train(self, resume: bool = False, final_episodes: int | None = None) -> dict[str, Any]:
         """Run until the budget is spent; returns the final evaluation (over ``final_episodes``
-        episodes, default ``eval_episodes``), made after the last checkpoint so that an
-        interrupted final evaluation resumes without repeating any update."""
+        episodes, default ``eval_episodes``; the exact value needs none), made after the last
+        checkpoint so that an interrupted final evaluation resumes without repeating an update."""
         cfg = self.config
         main = self.processes.is_main
         if resume:
