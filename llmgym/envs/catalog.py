@@ -391,7 +391,7 @@ CATALOG: tuple[EnvEntry, ...] = (
         episodes=500,
         suites=("classic",),
         # PPO's greedy policy is worth 0.841 exactly at 100k steps, 0.860 at 200k (optimal 0.894);
-        # A2C's 0.32 at 200k, 0.81 at 1M.
+        # A2C's 0.81 at 1M (the committed policy).
         sb3=_toy(100_000)
         | {
             "ppo": SB3Config(200_000, "llmgym", n_envs=8, hyperparams=_PPO_TOY),
