@@ -9,6 +9,11 @@ How it departs from PPO as written for Atari/MuJoCo (Schulman et al. 2017; Clean
 - the critic is a small MLP value head on the backbone's hidden state at the last prompt
   token (as in TWOSOME / GLAM); by default its input is detached so the value loss cannot pull
   the language model away from the policy objective;
+- ``value_norm`` makes the critic independent of the returns' scale: it predicts returns
+  normalized by a running mean and standard deviation (MAPPO's value normalization, Yu et
+  al. 2022), so a zero critic already outputs the mean return and learns deviations of order
+  one; a plain critic must first grow its bias to the returns' scale at the rate of its
+  optimizer's steps (``value_lr`` per step for Adam);
 - GAE runs across the turns of an episode (gamma/lambda per turn, not per token);
 - iterations collect *complete* episodes (a truncated one bootstraps from V(final obs));
 - ``target_kl`` stops the epoch loop early once the approximate KL between the rollout
@@ -65,6 +70,10 @@ class PPOConfig(TrainConfig):
     """Feed the value head detached features (the value loss trains the head only)."""
     value_lr: float = 1e-3
     """Learning rate of the value head."""
+    value_norm: bool = False
+    """Train the critic on returns normalized by running statistics (see above)."""
+    value_norm_decay: float = 0.9
+    """Weight of the previous statistics when an update's returns are averaged in."""
 
 
 class PPOTrainer(Trainer):
@@ -95,18 +104,44 @@ class PPOTrainer(Trainer):
         self.extra_modules["value_head"] = self.value_head
         self.module_lr["value_head"] = self.config.value_lr
         self._np_rng = np.random.default_rng(self.config.run.seed + 1)
+        # value_norm: decayed sums of the returns and their squares, and of the weights
+        self._return_sums = [0.0, 0.0, 0.0]
 
-    def value(self, hidden: Any) -> Any:
+    def normalized_value(self, hidden: Any) -> Any:
+        """The value head's output: the value itself, or with ``value_norm`` its normalized
+        form."""
         features = self.policy.features(hidden)
         features = features.detach() if self.config.value_detach else features
         return self.value_head(features).squeeze(-1)
 
+    def value(self, hidden: Any) -> Any:
+        """The value in return units."""
+        mean, std = self.return_scale()
+        return self.normalized_value(hidden) * std + mean
+
+    def return_scale(self) -> tuple[float, float]:
+        """Mean and standard deviation that ``value_norm`` divides the returns by (0 and 1 until
+        the first update, and without ``value_norm``)."""
+        total, squares, weight = self._return_sums
+        if weight == 0.0:
+            return 0.0, 1.0
+        mean = total / weight
+        return mean, max(squares / weight - mean**2, 1e-2) ** 0.5
+
+    def renormalize(self, returns: list[float]) -> None:
+        """Average a batch's returns (over every process) into the running statistics."""
+        mean, std = self.processes.mean_std(returns, ddof=0)
+        decay = self.config.value_norm_decay
+        for i, x in enumerate((mean, std**2 + mean**2, 1.0)):
+            self._return_sums[i] = decay * self._return_sums[i] + (1 - decay) * x
+
     def extra_state(self) -> dict[str, Any]:
-        return {"np_rng": self._np_rng.bit_generator.state}
+        return {"np_rng": self._np_rng.bit_generator.state, "return_sums": self._return_sums}
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
         if "np_rng" in state:
             self._np_rng.bit_generator.state = state["np_rng"]
+        self._return_sums = list(state.get("return_sums", [0.0, 0.0, 0.0]))
 
     # ---- advantages ------------------------------------------------------------------------
 
@@ -164,6 +199,10 @@ class PPOTrainer(Trainer):
         self.compute_advantages(episodes, old_values.tolist())
         adv = torch.tensor([s.advantage for s in steps], dtype=torch.float32, device=self.device)
         returns = torch.tensor([s.ret for s in steps], dtype=torch.float32, device=self.device)
+        if cfg.value_norm:
+            self.renormalize(returns.tolist())
+        ret_mean, ret_std = self.return_scale()  # the critic's targets (normalized by value_norm)
+        targets, old_targets = (returns - ret_mean) / ret_std, (old_values - ret_mean) / ret_std
         if cfg.norm_adv and self.processes.sum([len(steps)])[0] > 1:  # over every process
             mean, std = self.processes.mean_std(adv.tolist(), ddof=1)
             adv = (adv - mean) / (std + 1e-8)
@@ -182,16 +221,16 @@ class PPOTrainer(Trainer):
                 pg_loss = token_clipped_surrogate(token_logratios, a, cfg.clip_coef).mean()
             else:
                 pg_loss = clipped_surrogate(logratio, a, cfg.clip_coef).mean()
-            v = self.value(out.hidden)
+            v = self.normalized_value(out.hidden)
             if cfg.clip_vloss:
-                v_clip = old_values[idx] + (v - old_values[idx]).clamp(
+                v_clip = old_targets[idx] + (v - old_targets[idx]).clamp(
                     -cfg.clip_coef, cfg.clip_coef
                 )
                 v_loss = (
-                    0.5 * torch.max((v - returns[idx]) ** 2, (v_clip - returns[idx]) ** 2).mean()
+                    0.5 * torch.max((v - targets[idx]) ** 2, (v_clip - targets[idx]) ** 2).mean()
                 )
             else:
-                v_loss = 0.5 * ((v - returns[idx]) ** 2).mean()
+                v_loss = 0.5 * ((v - targets[idx]) ** 2).mean()
             entropy = out.entropy.float().mean()
             loss = pg_loss - self.ent_coef * entropy + cfg.vf_coef * v_loss
             kl = torch.zeros(())
