@@ -73,7 +73,8 @@ class Whitener(nn.Module):
         second_moment = (self.outer.trace() / self.count / size).clamp(min=1e-12)
         # The floor keeps a map of (nearly) identical states from amplifying tiny differences.
         ridge = torch.maximum(self.eps * cov.trace() / size, 1e-4 * second_moment)
-        values, vectors = torch.linalg.eigh(cov + ridge * torch.eye(size, dtype=cov.dtype))
+        eye = torch.eye(size, dtype=cov.dtype, device=cov.device)
+        values, vectors = torch.linalg.eigh(cov + ridge * eye)
         inv_sqrt = vectors @ torch.diag(values.clamp(min=1e-12).rsqrt()) @ vectors.T
         self.mean.copy_(mean.to(self.mean))
         self.transform.copy_(inv_sqrt.to(self.transform))

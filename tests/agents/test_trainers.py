@@ -160,8 +160,12 @@ def test_value_norm_critic_learns_the_returns_scale(tmp_path):
 
     def gap(value_norm: bool) -> float:
         trainer = make_trainer(
-            "ppo", total_episodes=24, output_dir=str(tmp_path / str(value_norm)),
-            value_norm=value_norm, train_backbone=False, **CARTPOLE,
+            "ppo",
+            total_episodes=24,
+            output_dir=str(tmp_path / str(value_norm)),
+            value_norm=value_norm,
+            train_backbone=False,
+            **CARTPOLE,
         )
         trainer.train()
         episodes = trainer.collect()
