@@ -153,6 +153,15 @@ def test_value_norm_critic_predicts_normalized_returns(head, tmp_path):
     assert trainer.return_scale() == pytest.approx((mean, (square - mean**2) ** 0.5))
 
 
+def test_value_norm_decay_outside_its_range_is_refused(tmp_path):
+    from llmgym.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"value_norm_decay must be in \[0, 1\), not 1.0"):
+        make_trainer(
+            "ppo", total_episodes=8, output_dir=str(tmp_path), value_norm_decay=1.0, **FAST
+        )
+
+
 def test_value_norm_critic_learns_the_returns_scale(tmp_path):
     """CartPole's returns-to-go (~10 for the random start) are far from the zero-initialised
     critic; at value_lr 1e-3 the plain critic barely moves in 3 updates, the normalized one

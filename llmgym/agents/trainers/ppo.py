@@ -35,6 +35,7 @@ import numpy as np
 from llmgym.agents.trainers.base import Trainer, mean_stats
 from llmgym.agents.trainers.config import TrainConfig
 from llmgym.agents.trainers.losses import clipped_surrogate, k3_kl, token_clipped_surrogate
+from llmgym.errors import ConfigError
 from llmgym.rollout import Episode
 
 
@@ -84,6 +85,10 @@ class PPOTrainer(Trainer):
 
     def setup(self) -> None:
         torch = self.torch
+        if not 0.0 <= self.config.value_norm_decay < 1.0:
+            raise ConfigError(
+                f"value_norm_decay must be in [0, 1), not {self.config.value_norm_decay}."
+            )
         hidden = self.model.config.hidden_size if hasattr(self.model, "config") else None
         hidden = hidden or self.model.get_base_model().config.hidden_size
         if self.policy.head is not None:  # linear on the action head's whitened features
