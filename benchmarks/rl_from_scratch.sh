@@ -20,7 +20,8 @@ HEAD="--set train_backbone=false --set update_epochs=8 --set temperature=2.0 --s
 # A run longer than a session: `SNAPSHOT=1 bash benchmarks/rl_from_scratch.sh NAME` (from another
 # shell, while it runs) copies its newest checkpoint to benchmarks/run_snapshots/NAME, small enough to
 # commit; `RESUME=1 bash benchmarks/rl_from_scratch.sh NAME` continues from runs/rl/NAME, or else
-# from that committed snapshot, with the same command.
+# from that committed snapshot, with the same command. A finished run's snapshot is removed: its
+# record and policy stay.
 snapshot() {  # snapshot NAME: the run's config, curve and newest checkpoint (no TensorBoard)
   local src=runs/rl/$1 dst=benchmarks/run_snapshots/$1
   local latest; latest=$(cat "$src/checkpoints/latest")
