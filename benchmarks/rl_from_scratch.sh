@@ -66,6 +66,15 @@ frozenlake() {  # frozenlake NAME SEED
     --env-kwarg max_episode_steps=30 $LAKE --set gamma=0.9
 }
 
+# CartPole from cartpole-ppo-anneal-s0 on: head-only PPO (AdamW head), rates annealed to 0.
+cartpole() {  # cartpole NAME [ARGS...]
+  run "$1" Text-CartPole-v1 --algo ppo --seed 0 --steps 20000 --num-envs 8 \
+    --episodes-per-update 8 --eval-every 20 --eval-episodes 4 --final-eval-episodes 20 \
+    --set train_backbone=false --set temperature=2.0 --set head_optimizer=adamw \
+    --set head_lr=0.003 --set anneal_lr=true --set gamma=0.99 --set update_epochs=4 \
+    --set eval_method=sampled --set checkpoint_every=4 "${@:2}"
+}
+
 # Arithmetic: sums of two 1-2 digit numbers (zero-shot 11 % on held-out problems), trained on
 # the train side of the problem partition and evaluated on the test side (no shared problem).
 SUMS='config={"min_terms":2,"max_terms":2,"min_digits":1,"max_digits":2,"operators":["+"],"allow_parentheses":false,"allow_negation":false}'
@@ -105,30 +114,18 @@ for name in "${@:-${ALL[@]}}"; do
       # cartpole-ppo-s0 ended at 148.4 after passing 246 at 13,874 steps: its final policy drifts.
       # Here the rates fall linearly to 0 over the budget (as the RL Zoo's CartPole PPO does) and
       # updates come twice as often (8 episodes each), so late updates are small and many.
-      run "$name" Text-CartPole-v1 --algo ppo --seed 0 --steps 20000 --num-envs 8 \
-        --episodes-per-update 8 --eval-every 20 --eval-episodes 4 --final-eval-episodes 20 \
-        --set train_backbone=false --set temperature=2.0 --set head_optimizer=adamw \
-        --set head_lr=0.003 --set anneal_lr=true --set gamma=0.99 --set update_epochs=4 \
-        --set eval_method=sampled --set checkpoint_every=4 ;;
+      cartpole "$name" ;;
     cartpole-ppo-critic-s0)
       # cartpole-ppo-anneal-s0 ended at 163.25: its critic never learned the returns' scale
       # (mean value 1-3 against returns-to-go of ~50; explained variance -0.10 to 0.21), because
       # Adam moves the value head's bias by at most value_lr (1e-3) per step. So PPO was
       # REINFORCE with a batch-mean baseline. The same run with a 30x faster critic:
-      run "$name" Text-CartPole-v1 --algo ppo --seed 0 --steps 20000 --num-envs 8 \
-        --episodes-per-update 8 --eval-every 20 --eval-episodes 4 --final-eval-episodes 20 \
-        --set train_backbone=false --set temperature=2.0 --set head_optimizer=adamw \
-        --set head_lr=0.003 --set anneal_lr=true --set gamma=0.99 --set update_epochs=4 \
-        --set eval_method=sampled --set checkpoint_every=4 --set value_lr=0.03 ;;
+      cartpole "$name" --set value_lr=0.03 ;;
     cartpole-ppo-vnorm-s0)
       # cartpole-ppo-critic-s0's faster critic followed at first, then fell behind as the returns
       # grew. Here the critic predicts normalized returns (value_norm): a zero critic already
       # outputs the running mean return, whatever its scale; otherwise cartpole-ppo-anneal-s0.
-      run "$name" Text-CartPole-v1 --algo ppo --seed 0 --steps 20000 --num-envs 8 \
-        --episodes-per-update 8 --eval-every 20 --eval-episodes 4 --final-eval-episodes 20 \
-        --set train_backbone=false --set temperature=2.0 --set head_optimizer=adamw \
-        --set head_lr=0.003 --set anneal_lr=true --set gamma=0.99 --set update_epochs=4 \
-        --set eval_method=sampled --set checkpoint_every=4 --set value_norm=true ;;
+      cartpole "$name" --set value_norm=true ;;
     arithmetic-reinforce-s*)  # generate mode, LoRA, KL to the base model; ~50 min
       run "$name" Text-Arithmetic-v0 --algo reinforce --mode generate --seed "${name##*-s}" \
         --env-kwarg "$SUMS" --env-kwarg split=train --steps 3072 --num-envs 32 --episodes-per-update 64 \
