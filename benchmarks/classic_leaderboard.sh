@@ -13,14 +13,16 @@ $SB3 $B --suite classic --agents random,optimal,sb3-ppo,sb3-dqn,sb3-a2c
 
 # SmolLM2 rows, greedy (the bench's default for LLM agents). Score mode memoises each distinct
 # prompt's scores, so the grid and card games (whose exact values the bench also computes) cost
-# little; the continuous envs cost a forward pass per step (~3 env-steps/s on one core): 500
-# episodes on CartPole (~10 steps each zero-shot), 30 on the long-horizon envs in score mode
-# and 10 in generate mode. --batch-size 10 on the long ones, so that an interruption loses at
-# most 10 episodes. The long-horizon cells take hours: rerun to resume.
+# little; the envs with continuous observations cost a forward pass per step (~3 env-steps/s on
+# one core): 500 episodes on CartPole (~10 steps each zero-shot), 30 on the long-horizon envs in
+# score mode (it needs discrete actions: not Pendulum or MountainCarContinuous) and 10 in
+# generate mode. --batch-size 10 on the long ones, so that an interruption loses at most 10
+# episodes. The long-horizon cells take hours: rerun to resume.
 ZS="llm:smollm2-135m"
 GEN="llm:smollm2-135m,mode=generate"
 EXACT_ENVS=Text-Blackjack-v1,Text-FrozenLake-v1,Text-FrozenLake8x8-v1,Text-Taxi-v4,Text-CliffWalking-v1
-LONG_ENVS=Text-MountainCar-v0,Text-Pendulum-v1,Text-Acrobot-v1,Text-MountainCarContinuous-v0
+LONG_DISCRETE=Text-MountainCar-v0,Text-Acrobot-v1
+LONG_ENVS=$LONG_DISCRETE,Text-Pendulum-v1,Text-MountainCarContinuous-v0
 $B --envs Text-Blackjack-v1 --agents "$ZS" --episodes 500
 $B --envs $EXACT_ENVS --agents "$ZS" --episodes 100
 $B --envs $EXACT_ENVS --agents "$GEN" --episodes 10
@@ -35,7 +37,7 @@ $B --envs Text-Blackjack-v1 --agents "$BJ" --episodes 500
 $B --envs Text-FrozenLake-v1 --agents "$LAKE" --episodes 100
 $B --envs Text-CartPole-v1 --agents "$CARTPOLE" --episodes 30 --batch-size 10
 
-$B --envs $LONG_ENVS --agents "$ZS" --episodes 30 --batch-size 10
+$B --envs $LONG_DISCRETE --agents "$ZS" --episodes 30 --batch-size 10
 $B --envs $LONG_ENVS --agents "$GEN" --episodes 10 --batch-size 10
 
 # One leaderboard over every recorded row: leaderboard.md, the two charts and, for the committed

@@ -124,10 +124,17 @@ def resolve_device(device: str = "auto") -> str:
 
 
 def resolve_dtype(dtype: Any, device: str) -> Any:
-    """A torch dtype from ``None`` (fp32 on CPU/MPS, bf16 on CUDA when supported, else fp16),
-    a name (``"bfloat16"``, ``"bf16"``, ``"float16"``...) or a dtype."""
+    """A torch dtype from ``None`` (``$LLMGYM_DTYPE`` if set, else fp32 on CPU/MPS, bf16 on
+    CUDA when supported, else fp16), a name (``"bfloat16"``, ``"bf16"``, ``"float16"``...) or a
+    dtype.
+
+    Example:
+        >>> resolve_dtype("bf16", "cpu")
+        torch.bfloat16
+    """
     import torch
 
+    dtype = dtype if dtype is not None else os.environ.get("LLMGYM_DTYPE") or None
     if dtype is None:
         if device.startswith("cuda"):
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16

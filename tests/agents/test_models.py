@@ -64,3 +64,14 @@ def test_bad_device_and_dtype():
         load_model(device="tpu")
     with pytest.raises(ValueError, match="Unknown dtype"):
         resolve_dtype("float7", "cpu")
+
+
+def test_llmgym_dtype_sets_the_default_dtype(monkeypatch):
+    import torch
+
+    monkeypatch.setenv("LLMGYM_DTYPE", "float32")
+    assert resolve_dtype(None, "cuda") is torch.float32
+    assert resolve_dtype("bfloat16", "cuda") is torch.bfloat16  # an explicit dtype wins
+    monkeypatch.setenv("LLMGYM_DTYPE", "float7")
+    with pytest.raises(ValueError, match="Unknown dtype"):
+        resolve_dtype(None, "cpu")
