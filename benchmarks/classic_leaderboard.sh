@@ -32,7 +32,7 @@ $B --envs Text-CartPole-v1 --agents "$GEN" --episodes 10
 # Policies trained from scratch by benchmarks/rl_from_scratch.sh (committed weights).
 BJ="llm:smollm2-135m@benchmarks/weights/rl/blackjack-ppo-s0"
 LAKE="llm:smollm2-135m@benchmarks/weights/rl/frozenlake-slippery-ppo-s0"
-CARTPOLE="llm:smollm2-135m@benchmarks/weights/rl/cartpole-ppo-critic-s0"  # the best final CartPole policy
+CARTPOLE="llm:smollm2-135m@benchmarks/weights/rl/cartpole-ppo-vnorm-s0"  # the best final CartPole policy
 $B --envs Text-Blackjack-v1 --agents "$BJ" --episodes 500
 $B --envs Text-FrozenLake-v1 --agents "$LAKE" --episodes 100
 $B --envs Text-CartPole-v1 --agents "$CARTPOLE" --episodes 30 --batch-size 10

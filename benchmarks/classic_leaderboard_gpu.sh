@@ -6,8 +6,9 @@
 #
 #   LIMIT=430 bash benchmarks/classic_leaderboard_gpu.sh      # cut each cell after LIMIT s
 #
-# On one H200 (16 cores), 2026-11-26, LIMIT=430: every cell finished except MountainCarContinuous
-# in generate mode (no batch of its 999-step episodes done); docs/baselines.md has the details.
+# On one H200 (16 cores), 2026-11-26, LIMIT=430 (the RL CartPole policy was then
+# cartpole-ppo-critic-s0): every cell finished except MountainCarContinuous in generate mode (no
+# batch of its 999-step episodes done); docs/baselines.md has the details.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-benchmarks/results/classic}
@@ -22,7 +23,7 @@ cell() {  # cell ENV AGENT EPISODES BATCH
 }
 ZS="llm:smollm2-135m"
 GEN="llm:smollm2-135m,mode=generate"
-CARTPOLE="llm:smollm2-135m@benchmarks/weights/rl/cartpole-ppo-critic-s0"  # as classic_leaderboard.sh
+CARTPOLE="llm:smollm2-135m@benchmarks/weights/rl/cartpole-ppo-vnorm-s0"  # as classic_leaderboard.sh
 cell Text-CartPole-v1 "$ZS" 500 32
 cell Text-CartPole-v1 "$CARTPOLE" 30 10
 for env in Text-MountainCar-v0 Text-Acrobot-v1; do cell $env "$ZS" 30 30; done

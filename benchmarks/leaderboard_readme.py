@@ -44,6 +44,7 @@ AGENTS = [
     "llm:smollm2-135m@benchmarks/weights/rl/blackjack-ppo-s0",
     "llm:smollm2-135m@benchmarks/weights/rl/frozenlake-slippery-ppo-s0",
     "llm:smollm2-135m@benchmarks/weights/rl/cartpole-ppo-critic-s0",
+    "llm:smollm2-135m@benchmarks/weights/rl/cartpole-ppo-vnorm-s0",
 ]
 COMMAND = "bash benchmarks/classic_leaderboard.sh"
 #: Where a training record names no machine: every committed record was made on this project's
