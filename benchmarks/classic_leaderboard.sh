@@ -18,21 +18,14 @@ $SB3 $B --suite classic --agents random,optimal,sb3-ppo,sb3-dqn,sb3-a2c
 # score mode (it needs discrete actions: not Pendulum or MountainCarContinuous) and 10 in
 # generate mode. --batch-size 10 on the long ones, so that an interruption loses at most 10
 # episodes. The long-horizon cells take hours: rerun to resume.
-ZS="llm:smollm2-135m"
-GEN="llm:smollm2-135m,mode=generate"
-EXACT_ENVS=Text-Blackjack-v1,Text-FrozenLake-v1,Text-FrozenLake8x8-v1,Text-Taxi-v4,Text-CliffWalking-v1
-LONG_DISCRETE=Text-MountainCar-v0,Text-Acrobot-v1
-LONG_ENVS=$LONG_DISCRETE,Text-Pendulum-v1,Text-MountainCarContinuous-v0
+source "$(dirname "$0")/leaderboard_agents.sh"
 $B --envs Text-Blackjack-v1 --agents "$ZS" --episodes 500
 $B --envs $EXACT_ENVS --agents "$ZS" --episodes 100
 $B --envs $EXACT_ENVS --agents "$GEN" --episodes 10
 $B --envs Text-CartPole-v1 --agents "$ZS" --episodes 500
 $B --envs Text-CartPole-v1 --agents "$GEN" --episodes 10
 
-# Policies trained from scratch by benchmarks/rl_from_scratch.sh (committed weights).
-BJ="llm:smollm2-135m@benchmarks/weights/rl/blackjack-ppo-s0"
-LAKE="llm:smollm2-135m@benchmarks/weights/rl/frozenlake-slippery-ppo-s0"
-CARTPOLE="llm:smollm2-135m@benchmarks/weights/rl/cartpole-ppo-vnorm-s0"  # the best final CartPole policy
+# Policies trained from scratch by benchmarks/rl_from_scratch.sh ($BJ, $LAKE, $CARTPOLE).
 $B --envs Text-Blackjack-v1 --agents "$BJ" --episodes 500
 $B --envs Text-FrozenLake-v1 --agents "$LAKE" --episodes 100
 $B --envs Text-CartPole-v1 --agents "$CARTPOLE" --episodes 30 --batch-size 10

@@ -21,15 +21,11 @@ cell() {  # cell ENV AGENT EPISODES BATCH
   timeout "$LIMIT" llmgym bench --seed 1000 --output "$OUT" --envs "$1" --agents "$2" \
     --episodes "$3" --batch-size "$4" > "$log" 2>&1 &
 }
-ZS="llm:smollm2-135m"
-GEN="llm:smollm2-135m,mode=generate"
-CARTPOLE="llm:smollm2-135m@benchmarks/weights/rl/cartpole-ppo-vnorm-s0"  # as classic_leaderboard.sh
+source benchmarks/leaderboard_agents.sh
 cell Text-CartPole-v1 "$ZS" 500 32
 cell Text-CartPole-v1 "$CARTPOLE" 30 10
-for env in Text-MountainCar-v0 Text-Acrobot-v1; do cell $env "$ZS" 30 30; done
-for env in Text-MountainCar-v0 Text-Pendulum-v1 Text-Acrobot-v1 Text-MountainCarContinuous-v0; do
-  cell $env "$GEN" 10 10
-done
+for env in ${LONG_DISCRETE//,/ }; do cell "$env" "$ZS" 30 30; done
+for env in ${LONG_ENVS//,/ }; do cell "$env" "$GEN" 10 10; done
 wait
 if [ "$OUT" = benchmarks/results/classic ]; then README=; else README=--no-readme; fi
 python benchmarks/leaderboard_readme.py --output "$OUT" $README

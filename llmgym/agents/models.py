@@ -134,7 +134,8 @@ def resolve_dtype(dtype: Any, device: str) -> Any:
     """
     import torch
 
-    dtype = dtype if dtype is not None else os.environ.get("LLMGYM_DTYPE") or None
+    if dtype is None:
+        dtype = os.environ.get("LLMGYM_DTYPE") or None
     if dtype is None:
         if device.startswith("cuda"):
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16

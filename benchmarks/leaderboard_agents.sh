@@ -1,0 +1,11 @@
+# The classic leaderboard's SmolLM2 agents and env groups, sourced by classic_leaderboard.sh and
+# classic_leaderboard_gpu.sh so that both play the same cells.
+ZS="llm:smollm2-135m"
+GEN="llm:smollm2-135m,mode=generate"
+EXACT_ENVS=Text-Blackjack-v1,Text-FrozenLake-v1,Text-FrozenLake8x8-v1,Text-Taxi-v4,Text-CliffWalking-v1
+LONG_DISCRETE=Text-MountainCar-v0,Text-Acrobot-v1  # score mode needs discrete actions
+LONG_ENVS=$LONG_DISCRETE,Text-Pendulum-v1,Text-MountainCarContinuous-v0
+# Policies trained from scratch by benchmarks/rl_from_scratch.sh (committed weights).
+BJ="llm:smollm2-135m@benchmarks/weights/rl/blackjack-ppo-s0"
+LAKE="llm:smollm2-135m@benchmarks/weights/rl/frozenlake-slippery-ppo-s0"
+CARTPOLE="llm:smollm2-135m@benchmarks/weights/rl/cartpole-ppo-vnorm-s0"  # the best final CartPole policy
