@@ -117,6 +117,7 @@ ROWS = [
     ("train-set-type", [*TRAIN, "--set", "lora_r=abc", "--output", str]),
     ("train-set-unknown", [*TRAIN, "--set", "nope=1", "--output", str]),
     ("train-set-form", [*TRAIN, "--set", "lora_r"]),
+    ("train-set-null", [*TRAIN, "--set", "gamma=null", "--output", str]),
     ("train-env-kwarg", [*TRAIN, "--env-kwarg", "nope=1", "--output", str]),
     ("train-device", [*TRAIN, "--device", "tpu"]),
     ("train-output-file", [*TRAIN, "--output", _file]),
@@ -150,6 +151,13 @@ def test_bad_input_is_one_sentence_and_exit_2(row, tmp_path, monkeypatch):
     assert errors, text
     if not any(ch in text for ch in "╭│"):  # our own errors: exactly one line of error
         assert len(errors) == 1 and errors[0].startswith("Error: "), text
+
+
+def test_set_null_is_accepted_where_the_field_may_be_none():
+    from llmgym.agents.trainers.ppo import PPOConfig
+    from llmgym.cli.checks import check_overrides
+
+    check_overrides(PPOConfig, {"target_kl": None, "eval.every": 5})
 
 
 def test_a_corrupt_sb3_cache_says_error_once(tmp_path, monkeypatch):

@@ -74,7 +74,7 @@ def check_cache() -> None:
 
 def check_overrides(cls: type, overrides: dict[str, Any]) -> None:
     """``--set KEY=VALUE``: known keys (dotted or flat), with values of the default's type."""
-    from llmgym.agents.trainers.config import default_value, is_key
+    from llmgym.agents.trainers.config import default_value, is_key, is_optional
 
     unknown = sorted(k for k in overrides if not is_key(cls, k))
     if unknown:
@@ -84,7 +84,7 @@ def check_overrides(cls: type, overrides: dict[str, Any]) -> None:
         )
     for key, value in overrides.items():
         default = default_value(cls, key)
-        if default is None:
+        if default is None or (value is None and is_optional(cls, key)):
             continue
         if isinstance(default, bool):
             ok = isinstance(value, bool)

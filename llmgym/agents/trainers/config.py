@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -329,6 +330,20 @@ def is_key(cls: type, key: str) -> bool:
     """Whether config class ``cls`` has this dotted or flat key."""
     name, _, sub = canonical_key(key).partition(".")
     return _known(cls, name, sub)
+
+
+def is_optional(cls: type, key: str) -> bool:
+    """Whether a dotted or flat key of config class ``cls`` may be None (``--set KEY=null``).
+
+    Example:
+        >>> from llmgym.agents.trainers.ppo import PPOConfig
+        >>> is_optional(PPOConfig, "target_kl"), is_optional(PPOConfig, "gamma")
+        (True, False)
+    """
+    name, _, sub = canonical_key(key).partition(".")
+    owner, field_name = (SECTIONS[name], sub) if sub else (cls, name)
+    hints = typing.get_type_hints(owner)
+    return type(None) in typing.get_args(hints[field_name])
 
 
 def flat_view(values: dict[str, Any]) -> dict[str, Any]:
