@@ -16,11 +16,12 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
 
 
-def _run(script: str, *args: str) -> None:
+def _run(script: str, *args: str) -> str:
     env = dict(os.environ, OMP_NUM_THREADS="1")
     command = [sys.executable, str(BENCH / script), *args]
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
 
 
 def _fake_run(path: Path, env_id: str) -> Path:
@@ -184,3 +185,33 @@ def test_sb3_curve_records_an_attempt_at_another_recipe(tmp_path):
     ):
         done = subprocess.run(script + bad, capture_output=True, text=True, cwd=ROOT)
         assert done.returncode == 2 and message in done.stderr
+
+
+def test_cartpole_failures_says_how_each_episode_ended_and_what_the_head_reads(tmp_path):
+    from typer.testing import CliRunner
+
+    from llmgym.cli import app
+
+    policy = tmp_path / "policy"
+    args = ["train", "Text-CartPole-v1", "--model", "tiny", "--no-progress", "--steps", "40"]
+    args += ["--output", str(tmp_path / "run"), "--policy-out", str(policy)]
+    args += ["--eval-episodes", "2", "--final-eval-episodes", "2"]
+    args += ["--set", "train_backbone=false", "--set", "eval_every=0"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    out = _run(
+        "cartpole_failures.py",
+        str(policy),
+        "--model",
+        "tiny",
+        "--episodes",
+        "2",
+        "--states",
+        "24",
+        "--threads",
+        "1",
+    )
+    ends = [line for line in out.splitlines() if line.startswith("  seed ")]
+    assert len(ends) == 2
+    assert all(("off the track" in e) or ("pole fell" in e) or ("truncated" in e) for e in ends)
+    for name in ("x_dot", "theta_dot", "bias"):
+        assert f"  {name}" in out

@@ -1,0 +1,121 @@
+"""How a trained CartPole policy fails, and what its action head reads (issue 9).
+
+Plays greedy episodes of a policy on the evaluation seeds and prints how each ended: the cart
+beyond +-2.4 or the pole beyond 12 degrees. Then, over random states, it fits the policy's
+preference ``score(RIGHT) - score(LEFT)`` as a linear function of the four state variables
+(next to the expert controller's weights: push right when ``theta + 0.5 theta_dot + 0.05 x
++ 0.1 x_dot > 0``) and asks how well the head's features encode each variable (held-out R^2
+of a ridge probe): whether a failure is one of what the policy learned or of what it can see.
+
+    python benchmarks/cartpole_failures.py benchmarks/weights/rl/cartpole-ppo-vnorm-s0
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+import llmgym  # noqa: F401  (registers the Text-* envs)
+from llmgym.agents.registry import make_agent
+from llmgym.wrappers.text_observation import TextObservation
+
+ENV = "Text-CartPole-v1"
+NAMES = ["x", "x_dot", "theta", "theta_dot"]
+EXPERT = {"x": 0.05, "x_dot": 0.1, "theta": 1.0, "theta_dot": 0.5}
+
+
+def play(policy, episodes: int, seed: int) -> list[tuple[int, np.ndarray]]:
+    """(length, final state) of greedy episodes on seeds ``seed, seed + 1, ...``, batched."""
+    envs = [gym.make(ENV) for _ in range(episodes)]
+    obs, infos = map(list, zip(*[e.reset(seed=seed + i) for i, e in enumerate(envs)]))
+    steps, ended = [0] * episodes, [None] * episodes
+    while any(e is None for e in ended):
+        live = [i for i in range(episodes) if ended[i] is None]
+        texts = policy.act([obs[i] for i in live], [infos[i] for i in live])
+        for i, sample in zip(live, texts):
+            obs[i], _, term, trunc, infos[i] = envs[i].step(sample.text)
+            steps[i] += 1
+            if term or trunc:
+                ended[i] = np.array(envs[i].unwrapped.state, dtype=float)
+    return list(zip(steps, ended))
+
+
+def probe(policy, states: np.ndarray, batch: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """(the head's features, score(RIGHT) - score(LEFT)) in each state."""
+    env = gym.make(ENV)
+    _, info = env.reset(seed=0)
+    text = env
+    while not isinstance(text, TextObservation):
+        text = text.env
+    features, preference = [], []
+    for start in range(0, len(states), batch):
+        rows = states[start : start + batch].astype(np.float32)
+        observations = [text.observation(s) for s in rows]
+        infos = [dict(info, raw_obs=s) for s in rows]
+        samples = policy.act(observations, infos)
+        hidden = torch.stack([s.hidden for s in samples])
+        features.append(policy.features(hidden).float().numpy())
+        probs = np.array(policy.action_probabilities(observations, infos))
+        preference.append(policy.config.temperature * np.log(probs[:, 1] / probs[:, 0]))
+    return np.concatenate(features), np.concatenate(preference)
+
+
+def ridge_r2(features: np.ndarray, target: np.ndarray, train: int, lam: float = 1.0) -> float:
+    """Held-out R^2 of a ridge regression fitted on the first ``train`` rows."""
+    a, y = features[:train], target[:train]
+    w = np.linalg.solve(a.T @ a + lam * np.eye(a.shape[1]), a.T @ (y - y.mean()))
+    pred, truth = features[train:] @ w + y.mean(), target[train:]
+    return float(1 - ((pred - truth) ** 2).sum() / ((truth - truth.mean()) ** 2).sum())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("policy", help="a policy directory, e.g. benchmarks/weights/rl/NAME")
+    parser.add_argument("--episodes", type=int, default=10, help="greedy episodes to play")
+    parser.add_argument("--seed", type=int, default=1_000_000, help="first evaluation seed")
+    parser.add_argument("--states", type=int, default=600, help="random states to probe")
+    parser.add_argument(
+        "--model", default="smollm2-135m", help="the model the policy was trained on"
+    )
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    agent = make_agent(f"llm:{args.model}@{args.policy}", ENV, seed=0, greedy=True)
+    policy = agent.policy
+
+    print(f"{args.episodes} greedy episodes of {args.policy} from seed {args.seed}:")
+    for i, (length, (x, x_dot, theta, theta_dot)) in enumerate(
+        play(policy, args.episodes, args.seed)
+    ):
+        why = "cart off the track" if abs(x) > 2.4 else "pole fell"
+        why = "truncated at 500" if length >= 500 else why
+        print(
+            f"  seed {args.seed + i}: {length} steps, {why} (x {x:+.2f}, x_dot {x_dot:+.2f}, "
+            f"theta {math.degrees(theta):+.1f} deg, theta_dot {theta_dot:+.2f})"
+        )
+
+    rng = np.random.default_rng(0)
+    bounds = np.array([2.4, 2.0, 0.2, 2.0])
+    states = rng.uniform(-bounds, bounds, size=(args.states, 4))
+    features, preference = probe(policy, states)
+    design = np.c_[states, np.ones(len(states))]
+    coef, *_ = np.linalg.lstsq(design, preference, rcond=None)
+    fit = design @ coef
+    r2 = 1 - ((preference - fit) ** 2).sum() / ((preference - preference.mean()) ** 2).sum()
+    print(f"\nscore(RIGHT) - score(LEFT) over {args.states} uniform random states, linear fit")
+    print(f"(R^2 {r2:.2f}), weights relative to theta's, against the expert controller's:")
+    for j, name in enumerate(NAMES):
+        print(f"  {name:9s} {coef[j] / coef[2]:+8.3f}   expert {EXPERT[name]:+.3f}")
+    print(f"  bias      {coef[4] / coef[2]:+8.3f}   expert +0.000")
+    train = int(0.75 * len(states))
+    print(f"\nheld-out R^2 of a ridge probe on the head's features ({train} states to fit):")
+    for j, name in enumerate(NAMES):
+        print(f"  {name:9s} {ridge_r2(features, states[:, j], train):.3f}")
+
+
+if __name__ == "__main__":
+    main()
