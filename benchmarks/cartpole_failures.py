@@ -35,8 +35,8 @@ def play(policy, episodes: int, seed: int) -> list[tuple[int, np.ndarray]]:
     steps, ended = [0] * episodes, [None] * episodes
     while any(e is None for e in ended):
         live = [i for i in range(episodes) if ended[i] is None]
-        texts = policy.act([obs[i] for i in live], [infos[i] for i in live])
-        for i, sample in zip(live, texts):
+        samples = policy.act([obs[i] for i in live], [infos[i] for i in live])
+        for i, sample in zip(live, samples):
             obs[i], _, term, trunc, infos[i] = envs[i].step(sample.text)
             steps[i] += 1
             if term or trunc:
