@@ -6,6 +6,8 @@ preference ``score(RIGHT) - score(LEFT)`` as a linear function of the four state
 (next to the expert controller's weights: push right when ``theta + 0.5 theta_dot + 0.05 x
 + 0.1 x_dot > 0``) and asks how well the head's features encode each variable (held-out R^2
 of a ridge probe): whether a failure is one of what the policy learned or of what it can see.
+The preference is also split into the language model's candidate scores and the action head's
+addition, each fitted the same way: which of the two carries each weight.
 
     python benchmarks/cartpole_failures.py benchmarks/weights/rl/cartpole-ppo-vnorm-s0
 """
@@ -44,14 +46,15 @@ def play(policy, episodes: int, seed: int) -> list[tuple[int, np.ndarray]]:
     return list(zip(steps, ended))
 
 
-def probe(policy, states: np.ndarray, batch: int = 50) -> tuple[np.ndarray, np.ndarray]:
-    """(the head's features, score(RIGHT) - score(LEFT)) in each state."""
+def probe(policy, states: np.ndarray, batch: int = 50) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the head's features, score(RIGHT) - score(LEFT), the language model's part of it) in
+    each state."""
     env = gym.make(ENV)
     _, info = env.reset(seed=0)
     text = env
     while not isinstance(text, TextObservation):
         text = text.env
-    features, preference = [], []
+    features, preference, lm_preference = [], [], []
     for start in range(0, len(states), batch):
         rows = states[start : start + batch].astype(np.float32)
         observations = [text.observation(s) for s in rows]
@@ -59,9 +62,27 @@ def probe(policy, states: np.ndarray, batch: int = 50) -> tuple[np.ndarray, np.n
         samples = policy.act(observations, infos)
         hidden = torch.stack([s.hidden for s in samples])
         features.append(policy.features(hidden).float().numpy())
-        probs = np.array(policy.action_probabilities(observations, infos))
-        preference.append(policy.config.temperature * np.log(probs[:, 1] / probs[:, 0]))
-    return np.concatenate(features), np.concatenate(preference)
+        preference.append(log_odds(policy, observations, infos))
+        head, policy.head = policy.head, None  # the candidate scores without the head's part
+        try:
+            lm_preference.append(log_odds(policy, observations, infos))
+        finally:
+            policy.head = head
+    return tuple(np.concatenate(parts) for parts in (features, preference, lm_preference))
+
+
+def log_odds(policy, observations: list[str], infos: list[dict]) -> np.ndarray:
+    """score(RIGHT) - score(LEFT) in each state."""
+    probs = np.array(policy.action_probabilities(observations, infos))
+    return policy.config.temperature * np.log(probs[:, 1] / probs[:, 0])
+
+
+def linear_fit(states: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, float]:
+    """Least-squares weights of ``target`` on the state variables and a bias, and the R^2."""
+    design = np.c_[states, np.ones(len(states))]
+    coef, *_ = np.linalg.lstsq(design, target, rcond=None)
+    fit = design @ coef
+    return coef, float(1 - ((target - fit) ** 2).sum() / ((target - target.mean()) ** 2).sum())
 
 
 def ridge_r2(features: np.ndarray, target: np.ndarray, train: int, lam: float = 1.0) -> float:
@@ -101,16 +122,22 @@ def main() -> None:
     rng = np.random.default_rng(0)
     bounds = np.array([2.4, 2.0, 0.2, 2.0])
     states = rng.uniform(-bounds, bounds, size=(args.states, 4))
-    features, preference = probe(policy, states)
-    design = np.c_[states, np.ones(len(states))]
-    coef, *_ = np.linalg.lstsq(design, preference, rcond=None)
-    fit = design @ coef
-    r2 = 1 - ((preference - fit) ** 2).sum() / ((preference - preference.mean()) ** 2).sum()
+    features, preference, lm_preference = probe(policy, states)
+    coef, r2 = linear_fit(states, preference)
     print(f"\nscore(RIGHT) - score(LEFT) over {args.states} uniform random states, linear fit")
     print(f"(R^2 {r2:.2f}), weights relative to theta's, against the expert controller's:")
     for j, name in enumerate(NAMES):
         print(f"  {name:9s} {coef[j] / coef[2]:+8.3f}   expert {EXPERT[name]:+.3f}")
     print(f"  bias      {coef[4] / coef[2]:+8.3f}   expert +0.000")
+    parts = {
+        "LM": linear_fit(states, lm_preference),
+        "head": linear_fit(states, preference - lm_preference),
+    }
+    print("\nthe same score split into its parts, absolute weights (per unit of each variable):")
+    print("  part   R^2 " + "".join(f"{name:>11s}" for name in [*NAMES, "bias"]))
+    for part, (c, fit_r2) in parts.items():
+        print(f"  {part:5s} {fit_r2:4.2f} " + "".join(f"{w:+11.3f}" for w in c))
+    print(f"  total {r2:4.2f} " + "".join(f"{w:+11.3f}" for w in coef))
     train = int(0.75 * len(states))
     print(f"\nheld-out R^2 of a ridge probe on the head's features ({train} states to fit):")
     for j, name in enumerate(NAMES):

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -215,3 +216,11 @@ def test_cartpole_failures_says_how_each_episode_ended_and_what_the_head_reads(t
     assert all(("off the track" in e) or ("pole fell" in e) or ("truncated" in e) for e in ends)
     for name in ("x_dot", "theta_dot", "bias"):
         assert f"  {name}" in out
+    # the language model's part and the head's add up to the whole score's weights
+    rows = {
+        line.split()[0]: line.split()[2:]
+        for line in out.splitlines()
+        if line.split()[:1] in (["LM"], ["head"], ["total"])
+    }
+    lm, head, total = (np.array(rows[k], dtype=float) for k in ("LM", "head", "total"))
+    assert np.allclose(lm + head, total, atol=2e-3)
