@@ -32,6 +32,8 @@ EXPERT = {"x": 0.05, "x_dot": 0.1, "theta": 1.0, "theta_dot": 0.5}
 
 def play(policy, episodes: int, seed: int) -> list[tuple[int, np.ndarray]]:
     """(length, final state) of greedy episodes on seeds ``seed, seed + 1, ...``, batched."""
+    if episodes < 1:  # --episodes 0: only the probe
+        return []
     envs = [gym.make(ENV) for _ in range(episodes)]
     obs, infos = map(list, zip(*[e.reset(seed=seed + i) for i, e in enumerate(envs)]))
     steps, ended = [0] * episodes, [None] * episodes
