@@ -83,16 +83,19 @@ def linear_fit(states: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, floa
     """Least-squares weights of ``target`` on the state variables and a bias, and the R^2."""
     design = np.c_[states, np.ones(len(states))]
     coef, *_ = np.linalg.lstsq(design, target, rcond=None)
-    fit = design @ coef
-    return coef, float(1 - ((target - fit) ** 2).sum() / ((target - target.mean()) ** 2).sum())
+    return coef, r_squared(design @ coef, target)
+
+
+def r_squared(prediction: np.ndarray, truth: np.ndarray) -> float:
+    """The share of ``truth``'s variance that ``prediction`` explains."""
+    return float(1 - ((prediction - truth) ** 2).sum() / ((truth - truth.mean()) ** 2).sum())
 
 
 def ridge_r2(features: np.ndarray, target: np.ndarray, train: int, lam: float = 1.0) -> float:
     """Held-out R^2 of a ridge regression fitted on the first ``train`` rows."""
     a, y = features[:train], target[:train]
     w = np.linalg.solve(a.T @ a + lam * np.eye(a.shape[1]), a.T @ (y - y.mean()))
-    pred, truth = features[train:] @ w + y.mean(), target[train:]
-    return float(1 - ((pred - truth) ** 2).sum() / ((truth - truth.mean()) ** 2).sum())
+    return r_squared(features[train:] @ w + y.mean(), target[train:])
 
 
 def main() -> None:
