@@ -67,8 +67,8 @@ frozenlake() {  # frozenlake NAME SEED
 }
 
 # CartPole from cartpole-ppo-anneal-s0 on: head-only PPO (AdamW head), rates annealed to 0.
-cartpole() {  # cartpole NAME [ARGS...]
-  run "$1" Text-CartPole-v1 --algo ppo --seed 0 --steps 20000 --num-envs 8 \
+cartpole() {  # cartpole NAME [ARGS...]  (the seed is NAME's -sN suffix)
+  run "$1" Text-CartPole-v1 --algo ppo --seed "${1##*-s}" --steps 20000 --num-envs 8 \
     --episodes-per-update 8 --eval-every 20 --eval-episodes 4 --final-eval-episodes 20 \
     --set train_backbone=false --set temperature=2.0 --set head_optimizer=adamw \
     --set head_lr=0.003 --set anneal_lr=true --set gamma=0.99 --set update_epochs=4 \
@@ -84,7 +84,7 @@ ALL=(blackjack-ppo-s0 blackjack-ppo-s1 blackjack-ppo-s2 blackjack-grpo-s0 blackj
      frozenlake-noslip-ppo-s0 frozenlake-noslip-ppo-s1 frozenlake-noslip-ppo-s2
      frozenlake-slippery-ppo-s0 arithmetic-reinforce-s0 arithmetic-reinforce-s1
      cartpole-ppo-s0 cartpole-ppo-anneal-s0 cartpole-ppo-critic-s0
-     cartpole-ppo-vnorm-s0 cartpole-ppo-epochs-s0 cartpole-ppo-often-s0)
+     cartpole-ppo-vnorm-s0 cartpole-ppo-epochs-s0 cartpole-ppo-often-s0 cartpole-ppo-vnorm-s1)
 if [ -n "${SNAPSHOT:-}" ]; then
   for name in "$@"; do snapshot "$name"; done
   exit 0
@@ -121,7 +121,7 @@ for name in "${@:-${ALL[@]}}"; do
       # Adam moves the value head's bias by at most value_lr (1e-3) per step. So PPO was
       # REINFORCE with a batch-mean baseline. The same run with a 30x faster critic:
       cartpole "$name" --set value_lr=0.03 ;;
-    cartpole-ppo-vnorm-s0)
+    cartpole-ppo-vnorm-s*)  # s1: is s0's 193.75 the recipe's or its seed's?
       # cartpole-ppo-critic-s0's faster critic followed at first, then fell behind as the returns
       # grew. Here the critic predicts normalized returns (value_norm): a zero critic already
       # outputs the running mean return, whatever its scale; otherwise cartpole-ppo-anneal-s0.
