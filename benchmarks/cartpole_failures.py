@@ -7,7 +7,10 @@ preference ``score(RIGHT) - score(LEFT)`` as a linear function of the four state
 + 0.1 x_dot > 0``) and asks how well the head's features encode each variable (held-out R^2
 of a ridge probe): whether a failure is one of what the policy learned or of what it can see.
 The preference is also split into the language model's candidate scores and the action head's
-addition, each fitted the same way: which of the two carries each weight.
+addition, each fitted the same way: which of the two carries each weight. And it is fitted on
+the describer's words alone (the pole "leaning" and "rotating" left or right), tabulated over
+both words and their magnitudes, and set next to what rules of those words return on the same
+evaluation seeds: how much of the policy is the words.
 
     python benchmarks/cartpole_failures.py benchmarks/weights/rl/cartpole-ppo-vnorm-s0
 """
@@ -28,6 +31,18 @@ from llmgym.wrappers.text_observation import TextObservation
 ENV = "Text-CartPole-v1"
 NAMES = ["x", "x_dot", "theta", "theta_dot"]
 EXPERT = {"x": 0.05, "x_dot": 0.1, "theta": 1.0, "theta_dot": 0.5}
+RULE_EPISODES = 20  # as many as the final evaluation of a training run
+STEADY = 1e-3  # the describer writes "steady" below this, else "leaning/rotating left/right"
+GRID_THETA = (-0.05, -0.02, -0.005, 0.005, 0.02, 0.05)  # the preference over both words' signs
+GRID_THETA_DOT = (-0.5, -0.2, -0.05, 0.05, 0.2, 0.5)  # and over their magnitudes
+GRID = np.array([[0.01, 0.01, t, td] for t in GRID_THETA for td in GRID_THETA_DOT])
+#: Push RIGHT when ... (else LEFT; "steady" counts as LEFT), played on the raw env's seeds.
+RULES = {
+    'the pole is "leaning right"': lambda s: s[2] > STEADY,
+    'it is "rotating right"': lambda s: s[3] > STEADY,
+    "theta + 0.05 theta_dot > 0": lambda s: s[2] + 0.05 * s[3] > 0,
+    "the expert's sum > 0": lambda s: sum(EXPERT[n] * v for n, v in zip(NAMES, s)) > 0,
+}
 
 
 def play(policy, episodes: int, seed: int) -> list[tuple[int, np.ndarray]]:
@@ -46,6 +61,25 @@ def play(policy, episodes: int, seed: int) -> list[tuple[int, np.ndarray]]:
             if term or trunc:
                 ended[i] = np.array(envs[i].unwrapped.state, dtype=float)
     return list(zip(steps, ended))
+
+
+def rule_return(rule, episodes: int, seed: int) -> tuple[float, float]:
+    """Mean return and 95 % half-width of a rule ``state -> push right?`` on CartPole-v1.
+
+    Example:
+        >>> rule_return(lambda s: s[3] > 0, 2, 0)[0] > rule_return(lambda s: False, 2, 0)[0]
+        True
+    """
+    returns = []
+    env = gym.make("CartPole-v1")
+    for i in range(episodes):
+        state, _ = env.reset(seed=seed + i)
+        done, total = False, 0.0
+        while not done:
+            state, reward, term, trunc, _ = env.step(int(rule(state)))
+            total, done = total + reward, term or trunc
+        returns.append(total)
+    return float(np.mean(returns)), 1.96 * float(np.std(returns)) / math.sqrt(len(returns))
 
 
 def probe(policy, states: np.ndarray, batch: int = 50) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -138,11 +172,29 @@ def main() -> None:
         "LM": linear_fit(states, lm_preference),
         "head": linear_fit(states, preference - lm_preference),
     }
+    if not policy.head.lm_prior:  # trained with lm_prior=false: the head's score is the policy's
+        parts = {"head": (coef, r2)}
     print("\nthe same score split into its parts, absolute weights (per unit of each variable):")
     print("  part   R^2 " + "".join(f"{name:>11s}" for name in [*NAMES, "bias"]))
     for part, (c, fit_r2) in parts.items():
         print(f"  {part:5s} {fit_r2:4.2f} " + "".join(f"{w:+11.3f}" for w in c))
     print(f"  total {r2:4.2f} " + "".join(f"{w:+11.3f}" for w in coef))
+    words = np.where(np.abs(states[:, 2:]) > STEADY, np.sign(states[:, 2:]), 0.0)
+    _, words_r2 = linear_fit(words, preference)
+    _, both_r2 = linear_fit(np.c_[words, states], preference)
+    print(
+        f"\nthe same score fitted on the words alone (leaning, rotating: -1 left, +1 right): "
+        f"R^2 {words_r2:.2f}; on the words and the four numbers: R^2 {both_r2:.2f}"
+    )
+    _, grid, _ = probe(policy, GRID)
+    print("score(RIGHT) - score(LEFT) at x = x_dot = 0.01 (rows theta, columns theta_dot):")
+    print("          " + "".join(f"{v:+8.2f}" for v in GRID_THETA_DOT))
+    for theta, row in zip(GRID_THETA, grid.reshape(len(GRID_THETA), -1)):
+        print(f"  {theta:+.3f}  " + "".join(f"{v:+8.1f}" for v in row))
+    print(f"rules of the state, push right when ... ({RULE_EPISODES} episodes from {args.seed}):")
+    for name, rule in RULES.items():
+        mean, ci = rule_return(rule, RULE_EPISODES, args.seed)
+        print(f"  {name:28s} {mean:7.2f} +- {ci:.2f}")
     train = int(0.75 * len(states))
     print(f"\nheld-out R^2 of a ridge probe on the head's features ({train} states to fit):")
     for j, name in enumerate(NAMES):

@@ -87,8 +87,13 @@ class ActionHead(nn.Module):
     """Bilinear, zero-initialised candidate scores from whitened state features and action
     embeddings; any number of candidates per state (padding rows are ignored by the caller)."""
 
-    def __init__(self, hidden_size: int, embed_size: int, whiten_eps: float = 0.3) -> None:
+    def __init__(
+        self, hidden_size: int, embed_size: int, whiten_eps: float = 0.3, lm_prior: bool = True
+    ) -> None:
         super().__init__()
+        #: Whether the policy adds the LM's candidate scores to this head's (False: the head
+        #: alone scores the candidates and the policy starts uniform).
+        self.lm_prior = lm_prior
         self.whitener = Whitener(hidden_size, whiten_eps)
         self.weight = nn.Parameter(torch.zeros(hidden_size + 1, embed_size))
 

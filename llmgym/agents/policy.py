@@ -508,14 +508,16 @@ class LLMPolicy:
     def _candidate_scores(
         self, hidden: torch.Tensor, lm_scores: list[torch.Tensor], actions: list[list[str]]
     ) -> list[torch.Tensor]:
-        """LM scores plus the action head's (when there is one and it is enabled)."""
+        """LM scores plus the action head's (when there is one and it is enabled); the head's
+        alone when it has no LM prior (``lm_prior=False``)."""
         if self.head is None:
             return lm_scores
         features = self.head.whitener(hidden)
         out = []
         for b, acts in enumerate(actions):
             emb = torch.stack([self._action_embedding(a) for a in acts])[None]
-            out.append(lm_scores[b] + self.head(features[b : b + 1], emb)[0])
+            head = self.head(features[b : b + 1], emb)[0]
+            out.append(lm_scores[b] + head if self.head.lm_prior else head)
         return out
 
     def _action_embedding(self, action: str) -> torch.Tensor:

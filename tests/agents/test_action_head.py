@@ -166,3 +166,37 @@ def test_policy_directory_restores_the_greedy_actions(train_backbone, tmp_path):
     got = loaded.act(rooms, [info] * 4)
     assert [s.action_index for s in got] == [s.action_index for s in want]
     assert [s.logprobs[0] for s in got] == pytest.approx([s.logprobs[0] for s in want], abs=1e-5)
+
+
+def test_without_the_lm_prior_the_policy_starts_uniform_learns_and_restores(tmp_path):
+    trainer = make_trainer(
+        "ppo",
+        total_episodes=32 * 12,
+        output_dir=str(tmp_path / "run"),
+        train_backbone=False,
+        lm_prior=False,
+        head_optimizer="adamw",
+        head_lr=0.05,
+        **FAST,
+    )
+    assert _p_good(trainer.policy) == pytest.approx([0.5, 0.5], abs=1e-6)  # the head alone: 0
+    trainer.train()
+    assert min(_p_good(trainer.policy)) >= 0.9
+    path = trainer.save_policy(tmp_path / "policy")
+    greedy = PolicyConfig(mode="score", greedy=True)
+    loaded = load_trained_policy(str(path), device="cpu", policy_config=greedy)
+    assert loaded.head.lm_prior is False
+    info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
+    rooms = [room for room, _ in ROOMS]
+    with trainer.greedy(True), torch.no_grad():
+        want = trainer.policy.act(rooms, [info] * 2)
+    got = loaded.act(rooms, [info] * 2)
+    assert [s.logprobs[0] for s in got] == pytest.approx([s.logprobs[0] for s in want], abs=1e-5)
+
+
+def test_no_lm_prior_without_the_head_is_refused_in_one_sentence(tmp_path):
+    from llmgym.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="needs score mode with the head on") as info:
+        make_trainer("ppo", output_dir=str(tmp_path), lm_prior=False, action_head=False, **FAST)
+    assert "\n" not in str(info.value)

@@ -86,6 +86,7 @@ class Trainer(LoraAndReference, Checkpointing):
         self.config = config
         config.optim.head_rate()  # a bad head_optimizer fails before the model loads
         check_vllm_training(config)  # before the model loads
+        check_lm_prior(config)
         #: The vLLM server the policy acts through (``policy.backend == "vllm"``), else None.
         self.vllm: Any = None
         if config.policy.backend == "vllm":
@@ -218,7 +219,8 @@ class Trainer(LoraAndReference, Checkpointing):
         base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
         hidden = base.config.hidden_size
         embed = base.get_input_embeddings().weight.shape[1]
-        return ActionHead(hidden, embed, self.config.policy.head_whiten_eps).to(self.device)
+        eps, lm_prior = self.config.policy.head_whiten_eps, self.config.policy.lm_prior
+        return ActionHead(hidden, embed, eps, lm_prior=lm_prior).to(self.device)
 
     def trainable_parameters(self) -> list[Any]:
         params = [p for p in self.model.parameters() if p.requires_grad]
@@ -761,6 +763,16 @@ def check_vllm_training(config: Any) -> None:
             "Training through vLLM syncs the language model's weights after each update, so "
             "it needs train_backbone=true (LoRA or a full fine-tune); a frozen model trains "
             "with the hf backend."
+        )
+
+
+def check_lm_prior(config: Any) -> None:
+    """Refuse ``lm_prior=false`` without the action head that would score the actions."""
+    policy = config.policy
+    if not policy.lm_prior and not (policy.action_head and policy.mode == "score"):
+        raise ConfigError(
+            "lm_prior=false leaves the action head alone to score the actions, so it needs "
+            "score mode with the head on (`--mode score --set action_head=true`)."
         )
 
 

@@ -83,6 +83,11 @@ class PolicySection(PolicyConfig):
     differ by state. The policy at initialisation is the language model's."""
     head_whiten_eps: float = 0.3
     """Ridge of the head's feature whitening, relative to the mean feature variance."""
+    lm_prior: bool = True
+    """Score mode with the action head: the candidates' LM scores are part of the policy (it
+    starts as the language model's). False: the head alone scores them and the language model
+    only supplies the hidden state, as LLaRP's learned output layer; the policy starts uniform,
+    free of a prior that ignores the state (CartPole: SmolLM2-135M prefers LEFT everywhere)."""
 
     def acting(self) -> PolicyConfig:
         """The ``PolicyConfig`` the trainer's ``LLMPolicy`` acts with."""
