@@ -36,10 +36,19 @@ STEADY = 1e-3  # the describer writes "steady" below this, else "leaning/rotatin
 GRID_THETA = (-0.05, -0.02, -0.005, 0.005, 0.02, 0.05)  # the preference over both words' signs
 GRID_THETA_DOT = (-0.5, -0.2, -0.05, 0.05, 0.2, 0.5)  # and over their magnitudes
 GRID = np.array([[0.01, 0.01, t, td] for t in GRID_THETA for td in GRID_THETA_DOT])
+
+
+def word(value: float) -> float:
+    """+1 for the describer's "right", -1 for "left", 0 for "steady"."""
+    return 0.0 if abs(value) <= STEADY else math.copysign(1.0, value)
+
+
 #: Push RIGHT when ... (else LEFT; "steady" counts as LEFT), played on the raw env's seeds.
 RULES = {
     'the pole is "leaning right"': lambda s: s[2] > STEADY,
     'it is "rotating right"': lambda s: s[3] > STEADY,
+    "both words say right": lambda s: s[2] > STEADY and s[3] > STEADY,
+    "theta + 0.02 rotation word > 0": lambda s: s[2] + 0.02 * word(s[3]) > 0,
     "theta + 0.05 theta_dot > 0": lambda s: s[2] + 0.05 * s[3] > 0,
     "the expert's sum > 0": lambda s: sum(EXPERT[n] * v for n, v in zip(NAMES, s)) > 0,
 }
@@ -179,7 +188,7 @@ def main() -> None:
     for part, (c, fit_r2) in parts.items():
         print(f"  {part:5s} {fit_r2:4.2f} " + "".join(f"{w:+11.3f}" for w in c))
     print(f"  total {r2:4.2f} " + "".join(f"{w:+11.3f}" for w in coef))
-    words = np.where(np.abs(states[:, 2:]) > STEADY, np.sign(states[:, 2:]), 0.0)
+    words = np.vectorize(word)(states[:, 2:])
     _, words_r2 = linear_fit(words, preference)
     _, both_r2 = linear_fit(np.c_[words, states], preference)
     print(
@@ -194,7 +203,7 @@ def main() -> None:
     print(f"rules of the state, push right when ... ({RULE_EPISODES} episodes from {args.seed}):")
     for name, rule in RULES.items():
         mean, ci = rule_return(rule, RULE_EPISODES, args.seed)
-        print(f"  {name:28s} {mean:7.2f} +- {ci:.2f}")
+        print(f"  {name:32s} {mean:7.2f} +- {ci:.2f}")
     train = int(0.75 * len(states))
     print(f"\nheld-out R^2 of a ridge probe on the head's features ({train} states to fit):")
     for j, name in enumerate(NAMES):
