@@ -188,20 +188,27 @@ def test_sb3_curve_records_an_attempt_at_another_recipe(tmp_path):
         assert done.returncode == 2 and message in done.stderr
 
 
-def test_cartpole_failures_says_how_each_episode_ended_and_what_the_head_reads(tmp_path):
+@pytest.fixture(scope="module")
+def cartpole_policy(tmp_path_factory) -> Path:
+    """A tiny model's CartPole policy directory (action head, 40 training steps)."""
     from typer.testing import CliRunner
 
     from llmgym.cli import app
 
+    tmp_path = tmp_path_factory.mktemp("cartpole")
     policy = tmp_path / "policy"
     args = ["train", "Text-CartPole-v1", "--model", "tiny", "--no-progress", "--steps", "40"]
     args += ["--output", str(tmp_path / "run"), "--policy-out", str(policy)]
     args += ["--eval-episodes", "2", "--final-eval-episodes", "2"]
     args += ["--set", "train_backbone=false", "--set", "eval_every=0"]
     assert CliRunner().invoke(app, args).exit_code == 0
+    return policy
+
+
+def test_cartpole_failures_says_how_each_episode_ended_and_what_the_head_reads(cartpole_policy):
     out = _run(
         "cartpole_failures.py",
-        str(policy),
+        str(cartpole_policy),
         "--model",
         "tiny",
         "--episodes",
@@ -227,3 +234,12 @@ def test_cartpole_failures_says_how_each_episode_ended_and_what_the_head_reads(t
     assert "fitted on the words alone" in out
     rules = out.split("rules of the state")[1].splitlines()[1:]
     assert "rotating right" in rules[1] and rules[1].split()[-3:] == ["199.75", "+-", "20.04"]
+
+
+def test_cartpole_readable_probes_each_text_for_each_variable(cartpole_policy):
+    out = _run("cartpole_readable.py", str(cartpole_policy), "--model", "tiny", "--states", "40")
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[2:]}
+    assert list(rows) == ["words", "numbers", "degrees"]
+    for cells in rows.values():
+        values = [float(v) for v in cells if v != "/"]
+        assert len(values) == 8 and all(v <= 1.0 for v in values)
