@@ -84,7 +84,8 @@ ALL=(blackjack-ppo-s0 blackjack-ppo-s1 blackjack-ppo-s2 blackjack-grpo-s0 blackj
      frozenlake-noslip-ppo-s0 frozenlake-noslip-ppo-s1 frozenlake-noslip-ppo-s2
      frozenlake-slippery-ppo-s0 arithmetic-reinforce-s0 arithmetic-reinforce-s1
      cartpole-ppo-s0 cartpole-ppo-anneal-s0 cartpole-ppo-critic-s0
-     cartpole-ppo-vnorm-s0 cartpole-ppo-epochs-s0 cartpole-ppo-often-s0 cartpole-ppo-vnorm-s1)
+     cartpole-ppo-vnorm-s0 cartpole-ppo-epochs-s0 cartpole-ppo-often-s0 cartpole-ppo-vnorm-s1
+     cartpole-ppo-noprior-s0)
 if [ -n "${SNAPSHOT:-}" ]; then
   for name in "$@"; do snapshot "$name"; done
   exit 0
@@ -141,6 +142,12 @@ for name in "${@:-${ALL[@]}}"; do
       # episodes per update give twice the updates for the same time; otherwise vnorm.
       cartpole "$name" --set value_norm=true --num-envs 4 --episodes-per-update 4 --eval-every 40 \
         --set checkpoint_every=8 ;;
+    cartpole-ppo-noprior-s0)
+      # The vnorm policies are rules of the describer's words and lopsided: RIGHT only where the
+      # pole leans right and rotates right, LEFT elsewhere (benchmarks/cartpole_failures.py), as
+      # the language model's own scores, which ignore the state, prefer LEFT everywhere; the cart
+      # drifts right. Here the head alone scores the actions (lm_prior=false): a uniform start.
+      cartpole "$name" --set value_norm=true --set lm_prior=false ;;
     arithmetic-reinforce-s*)  # generate mode, LoRA, KL to the base model; ~50 min
       run "$name" Text-Arithmetic-v0 --algo reinforce --mode generate --seed "${name##*-s}" \
         --env-kwarg "$SUMS" --env-kwarg split=train --steps 3072 --num-envs 32 --episodes-per-update 64 \
