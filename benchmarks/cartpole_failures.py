@@ -45,9 +45,9 @@ def word(value: float) -> float:
 
 #: Push RIGHT when ... (else LEFT; "steady" counts as LEFT), played on the raw env's seeds.
 RULES = {
-    'the pole is "leaning right"': lambda s: s[2] > STEADY,
-    'it is "rotating right"': lambda s: s[3] > STEADY,
-    "both words say right": lambda s: s[2] > STEADY and s[3] > STEADY,
+    'the pole is "leaning right"': lambda s: word(s[2]) > 0,
+    'it is "rotating right"': lambda s: word(s[3]) > 0,
+    "both words say right": lambda s: word(s[2]) > 0 and word(s[3]) > 0,
     "theta + 0.02 rotation word > 0": lambda s: s[2] + 0.02 * word(s[3]) > 0,
     "theta + 0.05 theta_dot > 0": lambda s: s[2] + 0.05 * s[3] > 0,
     "the expert's sum > 0": lambda s: sum(EXPERT[n] * v for n, v in zip(NAMES, s)) > 0,
@@ -177,12 +177,12 @@ def main() -> None:
     for j, name in enumerate(NAMES):
         print(f"  {name:9s} {coef[j] / coef[2]:+8.3f}   expert {EXPERT[name]:+.3f}")
     print(f"  bias      {coef[4] / coef[2]:+8.3f}   expert +0.000")
-    parts = {
-        "LM": linear_fit(states, lm_preference),
-        "head": linear_fit(states, preference - lm_preference),
-    }
-    if not policy.head.lm_prior:  # trained with lm_prior=false: the head's score is the policy's
-        parts = {"head": (coef, r2)}
+    parts = {"head": (coef, r2)}  # lm_prior=false: the head's score is the whole policy's
+    if policy.head.lm_prior:
+        parts = {
+            "LM": linear_fit(states, lm_preference),
+            "head": linear_fit(states, preference - lm_preference),
+        }
     print("\nthe same score split into its parts, absolute weights (per unit of each variable):")
     print("  part   R^2 " + "".join(f"{name:>11s}" for name in [*NAMES, "bias"]))
     for part, (c, fit_r2) in parts.items():
