@@ -8,7 +8,7 @@ variable over random near-upright states and reports the held-out R^2 over all o
 within one side (the variable above a small positive value: the words are then constant, so
 only the size is left to read). The texts compared: the shipped describer (``words``), the same
 without the side words (``numbers``), and with theta_dot also in degrees per second
-(``degrees``).
+(``degrees``: the ``cartpole-degrees`` describer).
 
     python benchmarks/cartpole_readable.py benchmarks/weights/rl/cartpole-ppo-vnorm-s0
 """
@@ -16,7 +16,6 @@ without the side words (``numbers``), and with theta_dot also in degrees per sec
 from __future__ import annotations
 
 import argparse
-import math
 
 import gymnasium as gym
 import numpy as np
@@ -25,8 +24,7 @@ from cartpole_failures import ENV, NAMES, ridge_r2
 
 import llmgym  # noqa: F401  (registers the Text-* envs)
 from llmgym.agents.registry import make_agent
-from llmgym.envs.classic import CARTPOLE
-from llmgym.envs.describers import fmt
+from llmgym.envs.classic import CARTPOLE, CARTPOLE_DEGREES
 
 BOUNDS = np.array([1.0, 1.0, 0.1, 1.0])  # x, x_dot, theta, theta_dot: near upright
 ONE_SIDE = np.array([0.05, 0.05, 0.005, 0.05])  # "one side": the variable above this
@@ -48,11 +46,8 @@ def numbers(state: np.ndarray) -> str:
 
 
 def degrees(state: np.ndarray) -> str:
-    """The shipped text with theta_dot also in degrees per second."""
-    lines = words(state).split("\n")
-    per_second = fmt(math.degrees(float(state[3])), 1)
-    lines[3] = lines[3].replace(" rad/s (", f" rad/s ({per_second} degrees per second; ")
-    return "\n".join(lines)
+    """The ``cartpole-degrees`` describer's text: theta_dot also in degrees per second."""
+    return CARTPOLE_DEGREES.describe(state, None)
 
 
 TEXTS = {"words": words, "numbers": numbers, "degrees": degrees}

@@ -75,6 +75,7 @@ ROWS = [
     ("eval-exact-unsupported", ["eval", "Text-CartPole-v1", "--agent", "optimal", "--exact"]),
     ("eval-exact-random", ["eval", "Text-FrozenLake-v1", "--agent", "random", "--exact"]),
     ("eval-env-kwarg", [*EVAL, "--env-kwarg", "nope"]),
+    ("eval-describer", [*EVAL, "--env-kwarg", "describer=fancy"]),
     ("serve-env", ["serve", "Text-Nope-v0"]),
     ("serve-port", ["serve", "Text-Blackjack-v1", "--port", "70000"]),
     ("serve-sessions", ["serve", "Text-Blackjack-v1", "--max-sessions", "0"]),

@@ -19,6 +19,7 @@ from typing import Any
 import gymnasium as gym
 
 from llmgym.envs.catalog import CATALOG, EnvEntry
+from llmgym.envs.classic import CARTPOLE_DEGREES
 from llmgym.envs.describers import Describer, GenericDescriber
 from llmgym.parsing import ParseResult
 from llmgym.wrappers.history import HistoryWrapper
@@ -40,9 +41,33 @@ def describer_for(env: gym.Env) -> Describer:
     return CURATED.get(type(env.unwrapped).__name__, GenericDescriber())
 
 
+#: Describers by name, for ``describer="NAME"`` where no object can be passed
+#: (``--env-kwarg describer=generic`` on the command line).
+NAMED_DESCRIBERS: dict[str, Describer] = {
+    "generic": GenericDescriber(),
+    "cartpole-degrees": CARTPOLE_DEGREES,
+}
+
+
+def describer_named(name: str) -> Describer:
+    """The describer registered as ``name`` in ``NAMED_DESCRIBERS``.
+
+    Example:
+        >>> describer_named("generic").__class__.__name__
+        'GenericDescriber'
+        >>> describer_named("fancy")
+        Traceback (most recent call last):
+        ...
+        ValueError: Unknown describer 'fancy': use one of generic, cartpole-degrees.
+    """
+    if name not in NAMED_DESCRIBERS:
+        raise ValueError(f"Unknown describer {name!r}: use one of {', '.join(NAMED_DESCRIBERS)}.")
+    return NAMED_DESCRIBERS[name]
+
+
 def wrap(
     env: gym.Env,
-    describer: Describer | None = None,
+    describer: Describer | str | None = None,
     *,
     history: int = 0,
     on_invalid: str = "fallback",
@@ -51,7 +76,8 @@ def wrap(
 ) -> gym.Env:
     """Turn any Gymnasium env into a text env: ``str`` observations, ``str`` actions.
 
-    The describer is the curated one for known envs and is otherwise derived from the spaces.
+    The describer is the curated one for known envs and is otherwise derived from the spaces;
+    pass your own object, or the name of one in ``NAMED_DESCRIBERS``.
     ``history=k`` adds ``info["messages"]`` with the last k turns; ``on_invalid`` and
     ``invalid_penalty`` set what an unparseable answer does (see ``TextAction``); ``parser``
     replaces the action parser for action spaces llmgym cannot parse itself.
@@ -66,6 +92,8 @@ def wrap(
         >>> info["parse"]["action"], info["parse"]["clipped"]
         (array([2.], dtype=float32), True)
     """
+    if isinstance(describer, str):
+        describer = describer_named(describer)
     describer = describer or describer_for(env)
     text_env: gym.Env = TextObservation(env, describer)
     text_env = TextAction.from_describer(
@@ -143,10 +171,12 @@ def text_env_ids() -> list[str]:
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
+    "NAMED_DESCRIBERS",
     "WRAPPER_KWARGS",
     "ParseResult",
     "base_env_id",
     "describer_for",
+    "describer_named",
     "make_eval_env",
     "make_text_env",
     "register_envs",

@@ -7,6 +7,7 @@ from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
 
 import llmgym
+from llmgym.agents.evaluate import evaluate
 from llmgym.wrappers import InvalidActionError
 
 
@@ -156,3 +157,20 @@ def test_observations_stay_in_charset():
     env = gym.make("Text-Taxi-v4")
     obs, _ = env.reset(seed=0)
     assert env.observation_space.contains(obs)
+
+
+def test_a_describer_is_named_by_a_string_and_baselines_ignore_it():
+    env = gym.make("Text-CartPole-v1", describer="cartpole-degrees")
+    obs, _ = env.reset(seed=0)
+    assert "(-2.8 degrees per second; rotating left)" in obs
+    assert gym.make("Text-CartPole-v1", describer="generic").reset(seed=0)[0].startswith("x[0] =")
+    result = evaluate(
+        "Text-CartPole-v1",
+        "optimal",
+        episodes=2,
+        progress=False,
+        env_kwargs={"describer": "cartpole-degrees"},
+    )
+    assert result["mean_return"] == 500.0
+    with pytest.raises(ValueError, match="Unknown describer 'fancy': use one of generic"):
+        gym.make("Text-CartPole-v1", describer="fancy")
