@@ -85,7 +85,7 @@ ALL=(blackjack-ppo-s0 blackjack-ppo-s1 blackjack-ppo-s2 blackjack-grpo-s0 blackj
      frozenlake-slippery-ppo-s0 arithmetic-reinforce-s0 arithmetic-reinforce-s1
      cartpole-ppo-s0 cartpole-ppo-anneal-s0 cartpole-ppo-critic-s0
      cartpole-ppo-vnorm-s0 cartpole-ppo-epochs-s0 cartpole-ppo-often-s0 cartpole-ppo-vnorm-s1
-     cartpole-ppo-noprior-s0)
+     cartpole-ppo-noprior-s0 cartpole-ppo-mirror-s0)
 if [ -n "${SNAPSHOT:-}" ]; then
   for name in "$@"; do snapshot "$name"; done
   exit 0
@@ -148,6 +148,12 @@ for name in "${@:-${ALL[@]}}"; do
       # the language model's own scores, which ignore the state, prefer LEFT everywhere; the cart
       # drifts right. Here the head alone scores the actions (lm_prior=false): a uniform start.
       cartpole "$name" --set value_norm=true --set lm_prior=false ;;
+    cartpole-ppo-mirror-s0)
+      # cartpole-ppo-noprior-s0 ended at 160.00, as lopsided as vnorm: LEFT near upright, RIGHT
+      # only beyond a right tilt of ~3 degrees, learned by update 8 without the LM's prior. So
+      # each update here also trains on every state's mirror image (negated, LEFT and RIGHT
+      # swapped, the same advantage): it cannot favour a side. Each step costs a second forward.
+      cartpole "$name" --set value_norm=true --set mirror=true ;;
     arithmetic-reinforce-s*)  # generate mode, LoRA, KL to the base model; ~50 min
       run "$name" Text-Arithmetic-v0 --algo reinforce --mode generate --seed "${name##*-s}" \
         --env-kwarg "$SUMS" --env-kwarg split=train --steps 3072 --num-envs 32 --episodes-per-update 64 \

@@ -54,6 +54,8 @@ class Step:
     advantage: float = 0.0
     ret: float = 0.0
     value: float = 0.0
+    raw_observation: Any = None
+    """The base env's observation the answer was to (``info["raw_obs"]`` when acting)."""
 
     @property
     def done(self) -> bool:
@@ -249,6 +251,7 @@ def _step(
         len(valid),
         observation,
         next_info,
+        raw_observation=info.get("raw_obs"),
     )
 
 

@@ -120,6 +120,7 @@ ROWS = [
     ("train-set-form", [*TRAIN, "--set", "lora_r"]),
     ("train-set-null", [*TRAIN, "--set", "gamma=null", "--output", str]),
     ("train-env-kwarg", [*TRAIN, "--env-kwarg", "nope=1", "--output", str]),
+    ("train-mirror", [*TRAIN, "--set", "mirror=true", "--output", str]),
     ("train-device", [*TRAIN, "--device", "tpu"]),
     ("train-output-file", [*TRAIN, "--output", _file]),
     ("train-output-under-file", [*TRAIN, "--output", lambda t: _file(t) + "/run"]),

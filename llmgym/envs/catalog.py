@@ -21,6 +21,7 @@ import gymnasium as gym
 
 from llmgym.envs import classic, toy_text
 from llmgym.envs.describers import Describer
+from llmgym.envs.symmetry import CARTPOLE_MIRROR, Mirror
 
 #: Bench episodes of an env whose entry sets none.
 DEFAULT_EPISODES = 50
@@ -78,6 +79,8 @@ class EnvEntry:
     """A language-native env's ``gym.make`` keyword arguments."""
     max_episode_steps: int | None = None
     """A language-native env's step cap (a wrapped env keeps its base env's)."""
+    mirror: Mirror | None = None
+    """A mirror symmetry of the base env (``PPOConfig.mirror`` trains on mirrored states)."""
 
 
 def _newest(name: str) -> str:
@@ -160,6 +163,7 @@ CATALOG: tuple[EnvEntry, ...] = (
         "CartPoleEnv",
         classic.CARTPOLE,
         expert="cartpole",
+        mirror=CARTPOLE_MIRROR,
         episodes=30,
         suites=("classic",),
         reference=(22.0, 500.0),

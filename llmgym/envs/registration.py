@@ -21,6 +21,7 @@ import gymnasium as gym
 from llmgym.envs.catalog import CATALOG, EnvEntry
 from llmgym.envs.classic import CARTPOLE_DEGREES
 from llmgym.envs.describers import Describer, GenericDescriber
+from llmgym.envs.symmetry import Mirror
 from llmgym.parsing import ParseResult
 from llmgym.wrappers.history import HistoryWrapper
 from llmgym.wrappers.text_action import TextAction
@@ -39,6 +40,15 @@ DEFAULT_MAX_STEPS = 200
 def describer_for(env: gym.Env) -> Describer:
     """The curated describer for ``env``'s base class, else a ``GenericDescriber``."""
     return CURATED.get(type(env.unwrapped).__name__, GenericDescriber())
+
+
+#: Mirror symmetries, keyed like ``CURATED``.
+MIRRORS: dict[str, Mirror] = {e.env_class: e.mirror for e in CATALOG if e.env_class and e.mirror}
+
+
+def mirror_for(env: gym.Env) -> Mirror | None:
+    """The mirror symmetry of ``env``'s base class, if the catalog declares one."""
+    return MIRRORS.get(type(env.unwrapped).__name__)
 
 
 #: Describers by name, for ``describer="NAME"`` where no object can be passed
@@ -179,6 +189,7 @@ __all__ = [
     "describer_named",
     "make_eval_env",
     "make_text_env",
+    "mirror_for",
     "register_envs",
     "text_env_ids",
     "wrap",

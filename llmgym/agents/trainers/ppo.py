@@ -16,6 +16,8 @@ How it departs from PPO as written for Atari/MuJoCo (Schulman et al. 2017; Clean
   optimizer's steps (``value_lr`` per step for Adam);
 - GAE runs across the turns of an episode (gamma/lambda per turn, not per token);
 - iterations collect *complete* episodes (a truncated one bootstraps from V(final obs));
+- ``mirror`` (envs with a mirror symmetry, e.g. CartPole) adds each state's mirror image with
+  the mirrored action and the same advantage, so an update cannot favour one side;
 - ``target_kl`` stops the epoch loop early once the approximate KL between the rollout
   policy and the current one exceeds it; an optional KL penalty to the reference (the model
   with the LoRA adapter switched off) keeps the policy near the pretrained model.
@@ -35,6 +37,7 @@ import numpy as np
 from llmgym.agents.trainers.base import Trainer, mean_stats
 from llmgym.agents.trainers.config import TrainConfig
 from llmgym.agents.trainers.losses import clipped_surrogate, k3_kl, token_clipped_surrogate
+from llmgym.agents.trainers.mirror import check_mirror, mirrored_samples
 from llmgym.errors import ConfigError
 from llmgym.rollout import Episode
 
@@ -75,6 +78,9 @@ class PPOConfig(TrainConfig):
     """Train the critic on returns normalized by running statistics (see above)."""
     value_norm_decay: float = 0.9
     """Weight of the previous statistics when an update's returns are averaged in."""
+    mirror: bool = False
+    """Also train on each state's mirror image with the mirrored action and the same advantage
+    (envs whose catalog entry declares a mirror symmetry: CartPole; see ``mirror.py``)."""
 
 
 class PPOTrainer(Trainer):
@@ -89,6 +95,9 @@ class PPOTrainer(Trainer):
             raise ConfigError(
                 f"value_norm_decay must be in [0, 1), not {self.config.value_norm_decay}."
             )
+        if self.config.mirror:
+            policy = self.config.policy
+            check_mirror(self.envs[0] if self.envs else None, policy.mode, policy.history)
         hidden = self.model.config.hidden_size if hasattr(self.model, "config") else None
         hidden = hidden or self.model.get_base_model().config.hidden_size
         if self.policy.head is not None:  # linear on the action head's whitened features
@@ -200,10 +209,14 @@ class PPOTrainer(Trainer):
         torch, cfg = self.torch, self.config
         steps = [s for e in episodes for s in e.steps]
         samples = [s.sample for s in steps]
+        n = len(steps)  # the acted samples; with ``mirror`` their mirror images follow
+        if cfg.mirror:
+            samples += mirrored_samples(self.policy, self.envs[0], steps)
         old_logp, old_values, old_tokens = self._rollout_stats(samples)
-        self.compute_advantages(episodes, old_values.tolist())
-        adv = torch.tensor([s.advantage for s in steps], dtype=torch.float32, device=self.device)
-        returns = torch.tensor([s.ret for s in steps], dtype=torch.float32, device=self.device)
+        self.compute_advantages(episodes, old_values[:n].tolist())
+        copies = len(samples) // max(n, 1)
+        adv = torch.tensor([s.advantage for s in steps] * copies, device=self.device)
+        returns = torch.tensor([s.ret for s in steps] * copies, device=self.device)
         if cfg.value_norm:
             self.renormalize(returns.tolist())
         ret_mean, ret_std = self.return_scale()  # the critic's targets (normalized by value_norm)
@@ -272,14 +285,15 @@ class PPOTrainer(Trainer):
             if stop:
                 break
         metrics = mean_stats(history)
-        with torch.no_grad():
-            var_y = returns.var()
-            explained = 1 - (returns - old_values).var() / var_y if var_y > 0 else torch.tensor(0.0)
+        with torch.no_grad():  # over the acted samples
+            var_y = returns[:n].var()
+            residual = returns[:n] - old_values[:n]
+            explained = 1 - residual.var() / var_y if var_y > 0 else torch.tensor(0.0)
         metrics |= {
             "losses/explained_variance": float(explained),
             "losses/epochs": float(epochs_run),
             "losses/early_stop": float(stop),
-            "charts/value_mean": float(old_values.mean()),
+            "charts/value_mean": float(old_values[:n].mean()),
         }
         return metrics
 

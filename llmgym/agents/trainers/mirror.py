@@ -1,0 +1,81 @@
+"""Mirrored samples (``PPOConfig.mirror``): each acted state seen in the env's mirror (from the
+catalog, e.g. CartPole's negated state with LEFT and RIGHT swapped), paired with the mirrored
+action. PPO trains on them with the advantage and return of the sample they mirror, so one
+update moves the policy the same way on both sides: a policy cannot learn to prefer one side
+where the env has none.
+
+Example:
+    >>> import gymnasium as gym, llmgym
+    >>> text_wrapper(gym.make("Text-CartPole-v1")).describer.action_names(None)
+    ['LEFT', 'RIGHT']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from llmgym.agents.policy import ActionSample
+from llmgym.envs.registration import mirror_for
+from llmgym.errors import ConfigError
+from llmgym.rollout import Step
+from llmgym.wrappers.text_observation import TextObservation
+
+
+def text_wrapper(env: gym.Env) -> TextObservation:
+    """The ``TextObservation`` layer of a text env (it renders base observations)."""
+    layer = env
+    while not isinstance(layer, TextObservation):
+        if not hasattr(layer, "env"):
+            raise ConfigError(f"{env} is not a text env: it has no TextObservation wrapper.")
+        layer = layer.env
+    return layer
+
+
+def check_mirror(env: gym.Env | None, mode: str, history: int) -> None:
+    """Refuse ``mirror=true`` where it cannot work, in one sentence."""
+    if env is None or mirror_for(env) is None:
+        name = env.spec.id if env is not None and env.spec else "this trainer"
+        raise ConfigError(
+            f"mirror=true needs an env with a mirror symmetry in the catalog (CartPole); "
+            f"{name} declares none."
+        )
+    if mode != "score" or history:
+        raise ConfigError("mirror=true needs score mode and history=0 (it mirrors one state).")
+
+
+def mirrored_samples(policy: Any, env: gym.Env, steps: Sequence[Step]) -> list[ActionSample]:
+    """For each step, the sample of the mirrored action in the mirrored state (its log-prob is
+    left to the trainer's recompute: ``logprobs`` holds a placeholder 0)."""
+    mirror = mirror_for(env)
+    text = text_wrapper(env)
+    out = []
+    for step in steps:
+        sample = step.sample
+        observation = text.observation(mirror.observation(np.asarray(step.raw_observation)))
+        info = {"system_prompt": step.info.get("system_prompt", "")}
+        messages = policy.messages_for(-1, observation, info)  # -1: no history
+        prompt = policy.prompt_text(messages)
+        prompt_ids = policy.encode(prompt)
+        actions = list(sample.valid_actions)
+        k = mirror.actions[sample.action_index]
+        candidates = [policy.candidate_ids(prompt, prompt_ids, a) for a in actions]
+        out.append(
+            ActionSample(
+                text=policy.answer_text(actions[k]),
+                action_index=k,
+                prompt_ids=prompt_ids,
+                completion_ids=candidates[k],
+                logprobs=[0.0],
+                candidate_ids=candidates,
+                messages=messages,
+                valid_actions=actions,
+            )
+        )
+    return out
+
+
+__all__ = ["check_mirror", "mirrored_samples", "text_wrapper"]
