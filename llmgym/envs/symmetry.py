@@ -4,8 +4,8 @@ side of the track). ``PPOConfig.mirror`` trains on each state's mirror image as 
 
 Example:
     >>> import numpy as np
-    >>> CARTPOLE_MIRROR.observation(np.array([0.1, -0.2, 0.03, 0.4]))
-    array([-0.1,  0.2, -0.03, -0.4])
+    >>> CARTPOLE_MIRROR.observation(np.array([0.5, -0.25, 0.0625, 2.0])).tolist()
+    [-0.5, 0.25, -0.0625, -2.0]
     >>> CARTPOLE_MIRROR.actions[0]  # LEFT -> RIGHT
     1
 """
