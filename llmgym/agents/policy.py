@@ -340,6 +340,24 @@ class LLMPolicy:
         """The whole answer naming ``action`` (what the env steps with), prefill included."""
         return self._prefill + completion_text(action, bool(self._prefill))
 
+    def score_sample(self, messages: list[Message], actions: Sequence[str], k: int) -> ActionSample:
+        """The score-mode sample of answering ``actions[k]`` to ``messages``, built as ``act``
+        builds its own (demos, mirrored states); its log-prob is left to a recompute
+        (``logprobs`` holds 0)."""
+        prompt = self.prompt_text(messages)
+        prompt_ids = self.encode(prompt)
+        candidates = [self.candidate_ids(prompt, prompt_ids, a) for a in actions]
+        return ActionSample(
+            text=self.answer_text(actions[k]),
+            action_index=k,
+            prompt_ids=prompt_ids,
+            completion_ids=candidates[k],
+            logprobs=[0.0],
+            candidate_ids=candidates,
+            messages=messages,
+            valid_actions=list(actions),
+        )
+
     def reset(self, indices: Sequence[int] | None = None) -> None:
         """Forget the chat history of envs ``indices`` (all when None)."""
         for i in list(self.histories) if indices is None else indices:

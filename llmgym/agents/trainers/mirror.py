@@ -18,7 +18,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from llmgym.agents.policy import ActionSample
 from llmgym.envs.registration import mirror_for
 from llmgym.errors import ConfigError
 from llmgym.rollout import Step
@@ -47,7 +46,7 @@ def check_mirror(env: gym.Env | None, mode: str, history: int) -> None:
         raise ConfigError("mirror=true needs score mode and history=0 (it mirrors one state).")
 
 
-def mirrored_samples(policy: Any, env: gym.Env, steps: Sequence[Step]) -> list[ActionSample]:
+def mirrored_samples(policy: Any, env: gym.Env, steps: Sequence[Step]) -> list[Any]:
     """For each step, the sample of the mirrored action in the mirrored state (its log-prob is
     left to the trainer's recompute: ``logprobs`` holds a placeholder 0)."""
     mirror = mirror_for(env)
@@ -58,23 +57,8 @@ def mirrored_samples(policy: Any, env: gym.Env, steps: Sequence[Step]) -> list[A
         observation = text.observation(mirror.observation(np.asarray(step.raw_observation)))
         info = {"system_prompt": step.info.get("system_prompt", "")}
         messages = policy.messages_for(-1, observation, info)  # -1: no history
-        prompt = policy.prompt_text(messages)
-        prompt_ids = policy.encode(prompt)
-        actions = list(sample.valid_actions)
         k = mirror.actions[sample.action_index]
-        candidates = [policy.candidate_ids(prompt, prompt_ids, a) for a in actions]
-        out.append(
-            ActionSample(
-                text=policy.answer_text(actions[k]),
-                action_index=k,
-                prompt_ids=prompt_ids,
-                completion_ids=candidates[k],
-                logprobs=[0.0],
-                candidate_ids=candidates,
-                messages=messages,
-                valid_actions=actions,
-            )
-        )
+        out.append(policy.score_sample(messages, sample.valid_actions, k))
     return out
 
 

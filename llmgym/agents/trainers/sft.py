@@ -225,26 +225,16 @@ def demo_sample(policy: Any, demo: Demo) -> Any:
         think=policy.config.think,
         system_role=policy.defaults.system_role,
     )
-    prompt = policy.prompt_text(messages)
-    prompt_ids = policy.encode(prompt)
     if policy.config.mode == "score":
         if demo.action not in demo.valid_actions:
             raise TrainingError(
                 f"Demo action {demo.action!r} is not one of its valid actions "
                 f"{demo.valid_actions}; score-mode SFT needs valid_actions in each demo."
             )
-        candidates = [policy.candidate_ids(prompt, prompt_ids, a) for a in demo.valid_actions]
         k = demo.valid_actions.index(demo.action)
-        return ActionSample(
-            text=policy.answer_text(demo.action),
-            action_index=k,
-            prompt_ids=prompt_ids,
-            completion_ids=candidates[k],
-            logprobs=[0.0],
-            candidate_ids=candidates,
-            messages=messages,
-            valid_actions=list(demo.valid_actions),
-        )
+        return policy.score_sample(messages, demo.valid_actions, k)
+    prompt = policy.prompt_text(messages)
+    prompt_ids = policy.encode(prompt)
     completion = policy.candidate_ids(prompt, prompt_ids, demo.action) + policy.stop_ids[:1]
     return ActionSample(
         text=policy.answer_text(demo.action),
