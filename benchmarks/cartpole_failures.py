@@ -26,7 +26,7 @@ import torch
 
 import llmgym  # noqa: F401  (registers the Text-* envs)
 from llmgym.agents.registry import make_agent
-from llmgym.wrappers.text_observation import TextObservation
+from llmgym.wrappers.text_observation import text_wrapper
 
 ENV = "Text-CartPole-v1"
 NAMES = ["x", "x_dot", "theta", "theta_dot"]
@@ -96,9 +96,7 @@ def probe(policy, states: np.ndarray, batch: int = 50) -> tuple[np.ndarray, np.n
     each state."""
     env = gym.make(ENV)
     _, info = env.reset(seed=0)
-    text = env
-    while not isinstance(text, TextObservation):
-        text = text.env
+    text = text_wrapper(env)
     features, preference, lm_preference = [], [], []
     for start in range(0, len(states), batch):
         rows = states[start : start + batch].astype(np.float32)

@@ -85,3 +85,19 @@ class TextObservation(gym.ObservationWrapper):
             truncated,
             self.with_prompt(info, raw_obs),
         )
+
+
+def text_wrapper(env: gym.Env) -> TextObservation:
+    """The ``TextObservation`` layer of a text env, which renders base observations as text.
+
+    Example:
+        >>> import llmgym
+        >>> text_wrapper(gym.make("Text-CartPole-v1")).describer.action_names(None)
+        ['LEFT', 'RIGHT']
+    """
+    layer = env
+    while not isinstance(layer, TextObservation):
+        if not hasattr(layer, "env"):
+            raise ValueError(f"{env} is not a text env: it has no TextObservation wrapper.")
+        layer = layer.env
+    return layer

@@ -9,8 +9,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from llmgym.agents.trainers import make_trainer  # noqa: E402
-from llmgym.agents.trainers.mirror import mirrored_samples, text_wrapper  # noqa: E402
+from llmgym.agents.trainers.mirror import mirrored_samples  # noqa: E402
 from llmgym.errors import ConfigError  # noqa: E402
+from llmgym.wrappers.text_observation import text_wrapper  # noqa: E402
 
 FAST = dict(
     model="tiny",

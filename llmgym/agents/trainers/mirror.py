@@ -3,11 +3,6 @@ catalog, e.g. CartPole's negated state with LEFT and RIGHT swapped), paired with
 action. PPO trains on them with the advantage and return of the sample they mirror, so one
 update moves the policy the same way on both sides: a policy cannot learn to prefer one side
 where the env has none.
-
-Example:
-    >>> import gymnasium as gym, llmgym
-    >>> text_wrapper(gym.make("Text-CartPole-v1")).describer.action_names(None)
-    ['LEFT', 'RIGHT']
 """
 
 from __future__ import annotations
@@ -21,17 +16,7 @@ import numpy as np
 from llmgym.envs.registration import mirror_for
 from llmgym.errors import ConfigError
 from llmgym.rollout import Step
-from llmgym.wrappers.text_observation import TextObservation
-
-
-def text_wrapper(env: gym.Env) -> TextObservation:
-    """The ``TextObservation`` layer of a text env (it renders base observations)."""
-    layer = env
-    while not isinstance(layer, TextObservation):
-        if not hasattr(layer, "env"):
-            raise ConfigError(f"{env} is not a text env: it has no TextObservation wrapper.")
-        layer = layer.env
-    return layer
+from llmgym.wrappers.text_observation import text_wrapper
 
 
 def check_mirror(env: gym.Env | None, mode: str, history: int) -> None:
@@ -62,4 +47,4 @@ def mirrored_samples(policy: Any, env: gym.Env, steps: Sequence[Step]) -> list[A
     return out
 
 
-__all__ = ["check_mirror", "mirrored_samples", "text_wrapper"]
+__all__ = ["check_mirror", "mirrored_samples"]

@@ -214,7 +214,7 @@ class PPOTrainer(Trainer):
             samples += mirrored_samples(self.policy, self.envs[0], steps)
         old_logp, old_values, old_tokens = self._rollout_stats(samples)
         self.compute_advantages(episodes, old_values[:n].tolist())
-        copies = len(samples) // max(n, 1)
+        copies = 2 if cfg.mirror else 1
         adv = torch.tensor([s.advantage for s in steps] * copies, device=self.device)
         returns = torch.tensor([s.ret for s in steps] * copies, device=self.device)
         if cfg.value_norm:
