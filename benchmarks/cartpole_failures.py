@@ -116,8 +116,8 @@ def probe(policy, states: np.ndarray, batch: int = 50) -> tuple[np.ndarray, np.n
 
 def log_odds(policy, observations: list[str], infos: list[dict]) -> np.ndarray:
     """score(RIGHT) - score(LEFT) in each state."""
-    probs = np.array(policy.action_probabilities(observations, infos))
-    return policy.config.temperature * np.log(probs[:, 1] / probs[:, 0])
+    scores = np.array(policy.action_scores(observations, infos))
+    return scores[:, 1] - scores[:, 0]
 
 
 def linear_fit(states: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, float]:

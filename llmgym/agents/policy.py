@@ -437,12 +437,20 @@ class LLMPolicy:
             )
         return self._act_score(list(messages), texts, prompts, actions)
 
-    @torch.no_grad()
     def action_probabilities(
         self, observations: Sequence[str], infos: Sequence[dict[str, Any]]
     ) -> list[list[float]]:
         """Score mode: each env's probability of each valid action, ``softmax(score / T)``
         (the distribution ``act`` samples from), without acting or touching the history."""
+        scores = self.action_scores(observations, infos)
+        return [torch.softmax(torch.tensor(s) / self.config.temperature, -1).tolist() for s in scores]
+
+    @torch.no_grad()
+    def action_scores(
+        self, observations: Sequence[str], infos: Sequence[dict[str, Any]]
+    ) -> list[list[float]]:
+        """Score mode: each env's score of each valid action (the language model's and the
+        head's, before the temperature), finite where a probability would round to 0."""
         infos = split_infos(infos, len(observations))
         messages = [
             self.messages_for(i, o, info) for i, (o, info) in enumerate(zip(observations, infos))
@@ -450,8 +458,8 @@ class LLMPolicy:
         texts = [self.prompt_text(m) for m in messages]
         prompts = [self.encode(t) for t in texts]
         actions = [list(info.get("valid_actions") or []) for info in infos]
-        _, hidden, scores = self._score_rows(texts, prompts, actions)
-        return [torch.softmax(s / self.config.temperature, -1).tolist() for s in scores]
+        _, _, scores = self._score_rows(texts, prompts, actions)
+        return [s.float().tolist() for s in scores]
 
     def _score_rows(self, texts, prompts, actions):
         """(candidate ids, hidden states, candidate scores incl. the head) per env."""

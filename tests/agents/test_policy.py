@@ -74,6 +74,17 @@ def test_score_is_always_valid_and_sampling_is_seeded(tiny, cartpole):
         assert env.step(text)[-1]["parse"]["method"] == "json"
 
 
+def test_action_scores_stay_finite_where_probabilities_round_to_zero(tiny, cartpole):
+    model, tokenizer = tiny
+    warm = LLMPolicy(model, tokenizer, PolicyConfig(temperature=1.0))
+    scores = np.array(warm.action_scores(*cartpole))
+    probs = np.array(warm.action_probabilities(*cartpole))
+    assert np.allclose(probs, np.exp(scores) / np.exp(scores).sum(1, keepdims=True), atol=1e-6)
+    cold = LLMPolicy(model, tokenizer, PolicyConfig(temperature=1e-6))
+    assert (np.array(cold.action_probabilities(*cartpole)) == 0).any()
+    assert np.allclose(cold.action_scores(*cartpole), scores, atol=1e-5)
+
+
 def test_generate_logprobs_equal_a_plain_forward_and_left_padding(tiny, blackjack):
     model, tokenizer = tiny
     policy = LLMPolicy(model, tokenizer, PolicyConfig(mode="generate", max_new_tokens=5))
