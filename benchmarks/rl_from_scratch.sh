@@ -85,7 +85,7 @@ ALL=(blackjack-ppo-s0 blackjack-ppo-s1 blackjack-ppo-s2 blackjack-grpo-s0 blackj
      frozenlake-slippery-ppo-s0 arithmetic-reinforce-s0 arithmetic-reinforce-s1
      cartpole-ppo-s0 cartpole-ppo-anneal-s0 cartpole-ppo-critic-s0
      cartpole-ppo-vnorm-s0 cartpole-ppo-epochs-s0 cartpole-ppo-often-s0 cartpole-ppo-vnorm-s1
-     cartpole-ppo-noprior-s0 cartpole-ppo-mirror-s0)
+     cartpole-ppo-noprior-s0)
 if [ -n "${SNAPSHOT:-}" ]; then
   for name in "$@"; do snapshot "$name"; done
   exit 0
@@ -153,12 +153,22 @@ for name in "${@:-${ALL[@]}}"; do
       # only beyond a right tilt of ~3 degrees, learned by update 8 without the LM's prior. So
       # each update here also trains on every state's mirror image (negated, LEFT and RIGHT
       # swapped, the same advantage): it cannot favour a side. Each step costs a second forward.
+      # Stopped at 10,751 steps (sampled return 40-73 over its last 15 updates, entropy 0.10-0.14);
+      # its curve is benchmarks/results/rl/stopped/cartpole-ppo-mirror-s0.csv.
       cartpole "$name" --set value_norm=true --set mirror=true ;;
+    cartpole-ppo-mirror-noprior-s0)
+      # cartpole-ppo-mirror-s0 stayed as lopsided as the runs before it: its head's bias toward
+      # LEFT grew to -81.6 (benchmarks/cartpole_failures.py on its checkpoint at 10,751 steps).
+      # A mirrored pair of samples cancels its gradient on the head's bias only while the policy
+      # itself is symmetric, and the language model's LEFT prior made it lopsided from the start.
+      # Without that prior the policy starts uniform, so symmetric; the mirror keeps it so.
+      cartpole "$name" --set value_norm=true --set lm_prior=false --set mirror=true ;;
     cartpole-ppo-deg-s*)
       # A symmetric policy (mirror) cannot lean on the offset the others balance with; it must read
       # the pole's rotation, which the default text writes as a small number in radians per second
       # (benchmarks/cartpole_readable.py: within-side R^2 of theta_dot 0.17 from the features; 0.51
-      # with theta_dot also in degrees per second). vnorm with that text:
+      # with theta_dot also in degrees per second). vnorm with that text (these two were screened
+      # on a GPU only: benchmarks/results/rl/cartpole_screen_symmetry/):
       cartpole "$name" --set value_norm=true --env-kwarg describer=cartpole-degrees ;;
     cartpole-ppo-mirrordeg-s0)  # and with the mirror
       cartpole "$name" --set value_norm=true --set mirror=true --env-kwarg describer=cartpole-degrees ;;
