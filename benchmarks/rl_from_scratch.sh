@@ -172,7 +172,8 @@ for name in "${@:-${ALL[@]}}"; do
       # LEFT grew to -81.6 (benchmarks/cartpole_failures.py on its checkpoint at 10,751 steps).
       # A mirrored pair of samples cancels its gradient on the head's bias only while the policy
       # itself is symmetric, and the language model's LEFT prior made it lopsided from the start.
-      # Without that prior the policy starts uniform, so symmetric; the mirror keeps it so.
+      # Without that prior the policy starts uniform, so symmetric, and the pairs pull its bias
+      # toward a side only as far as the policy has already become lopsided.
       cartpole "$name" --set value_norm=true --set lm_prior=false --set mirror=true ;;
     cartpole-ppo-deg-s*)
       # A symmetric policy (mirror) cannot lean on the offset the others balance with; it must read

@@ -442,8 +442,9 @@ class LLMPolicy:
     ) -> list[list[float]]:
         """Score mode: each env's probability of each valid action, ``softmax(score / T)``
         (the distribution ``act`` samples from), without acting or touching the history."""
+        temperature = self.config.temperature
         scores = self.action_scores(observations, infos)
-        return [torch.softmax(torch.tensor(s) / self.config.temperature, -1).tolist() for s in scores]
+        return [torch.softmax(torch.tensor(s) / temperature, -1).tolist() for s in scores]
 
     @torch.no_grad()
     def action_scores(
