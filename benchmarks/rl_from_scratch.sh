@@ -163,7 +163,8 @@ for name in "${@:-${ALL[@]}}"; do
       # cartpole-ppo-noprior-s0 ended at 160.00, as lopsided as vnorm: LEFT near upright, RIGHT
       # only beyond a right tilt of ~3 degrees, learned by update 8 without the LM's prior. So
       # each update here also trains on every state's mirror image (negated, LEFT and RIGHT
-      # swapped, the same advantage): it cannot favour a side. Each step costs a second forward.
+      # swapped, the same advantage), meant to keep it from favouring a side. Each step costs a
+      # second forward.
       # Stopped at 10,751 steps (sampled return 40-73 over its last 15 updates, entropy 0.10-0.14);
       # its curve is benchmarks/results/rl/stopped/cartpole-ppo-mirror-s0.csv.
       cartpole "$name" --set value_norm=true --set mirror=true ;;

@@ -1,8 +1,10 @@
 """Mirrored samples (``PPOConfig.mirror``): each acted state seen in the env's mirror (from the
 catalog, e.g. CartPole's negated state with LEFT and RIGHT swapped), paired with the mirrored
-action. PPO trains on them with the advantage and return of the sample they mirror, so one
-update moves the policy the same way on both sides: a policy cannot learn to prefer one side
-where the env has none.
+action. PPO trains on them with the advantage and return of the sample they mirror, so an
+update moves a symmetric policy the same way on both sides. It does not make a lopsided
+policy symmetric: a pair's gradient on the preference's constant part is
+A (1 - P(a|s) - P(mirrored a|mirrored s)), zero only where the policy is already symmetric
+(start from a symmetric policy: ``lm_prior=false``).
 """
 
 from __future__ import annotations

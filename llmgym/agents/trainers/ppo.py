@@ -17,7 +17,8 @@ How it departs from PPO as written for Atari/MuJoCo (Schulman et al. 2017; Clean
 - GAE runs across the turns of an episode (gamma/lambda per turn, not per token);
 - iterations collect *complete* episodes (a truncated one bootstraps from V(final obs));
 - ``mirror`` (envs with a mirror symmetry, e.g. CartPole) adds each state's mirror image with
-  the mirrored action and the same advantage, so an update cannot favour one side;
+  the mirrored action and the same advantage, so an update moves a symmetric policy alike on
+  both sides;
 - ``target_kl`` stops the epoch loop early once the approximate KL between the rollout
   policy and the current one exceeds it; an optional KL penalty to the reference (the model
   with the LoRA adapter switched off) keeps the policy near the pretrained model.
