@@ -40,6 +40,19 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "grpo-head0.1": {"algo": "grpo", "group_size": 8, "update_epochs": 8, "head_lr": 0.1},
     "grpo-t1": {"algo": "grpo", "group_size": 8, "update_epochs": 8, "temperature": 1.0},
     "grpo-ent0.01": {"algo": "grpo", "group_size": 8, "update_epochs": 8, "ent_coef": 0.01},
+    # More, smaller updates (GRPO's value was still rising at 2,000 episodes; on slippery
+    # FrozenLake 16 episodes per update instead of 64 helped PPO).
+    "grpo-epu16": {"algo": "grpo", "group_size": 8, "update_epochs": 8, "episodes_per_update": 16},
+    "grpo-g4-epu16": {"algo": "grpo", "group_size": 4, "update_epochs": 8, "episodes_per_update": 16},
+    "grpo-g4-epu8": {"algo": "grpo", "group_size": 4, "update_epochs": 8, "episodes_per_update": 8},
+    "grpo-g2-epu8": {"algo": "grpo", "group_size": 2, "update_epochs": 8, "episodes_per_update": 8},
+    "grpo-g8-epu8": {"algo": "grpo", "group_size": 8, "update_epochs": 8, "episodes_per_update": 8},
+    "grpo-g4-epu4": {"algo": "grpo", "group_size": 4, "update_epochs": 8, "episodes_per_update": 4},
+    "grpo-g4-epu8-epochs4": {"algo": "grpo", "group_size": 4, "update_epochs": 4, "episodes_per_update": 8},
+    "grpo-g4-epu8-head0.1": {"algo": "grpo", "group_size": 4, "update_epochs": 8, "episodes_per_update": 8, "head_lr": 0.1},
+    "grpo-g4-epu8-head0.6": {"algo": "grpo", "group_size": 4, "update_epochs": 8, "episodes_per_update": 8, "head_lr": 0.6},
+    "grpo-g4-epu8-ent0.02": {"algo": "grpo", "group_size": 4, "update_epochs": 8, "episodes_per_update": 8, "ent_coef": 0.02},
+    "grpo-g4-epu8-t1.5": {"algo": "grpo", "group_size": 4, "update_epochs": 8, "episodes_per_update": 8, "temperature": 1.5},
 }
 BASE: dict[str, Any] = {
     "env_id": "Text-Blackjack-v1",

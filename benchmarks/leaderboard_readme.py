@@ -43,6 +43,7 @@ AGENTS = [
     "llm:smollm2-135m,mode=generate",
     "llm:smollm2-135m@benchmarks/weights/rl/blackjack-ppo-s0",
     "llm:smollm2-135m@benchmarks/weights/rl/frozenlake-slippery-ppo-s0",
+    "llm:smollm2-135m@benchmarks/weights/rl/frozenlake-slippery-ppo-t1g-s0",
     "llm:smollm2-135m@benchmarks/weights/rl/cartpole-ppo-critic-s0",
     "llm:smollm2-135m@benchmarks/weights/rl/cartpole-ppo-vnorm-s0",
 ]
