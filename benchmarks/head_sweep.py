@@ -28,31 +28,36 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).parent / "results" / "head_sweep.json"
+#: GRPO's recipe until groups of 4 (groups of 8 episodes on one deal; no critic), and the current
+#: one (``benchmarks/rl_from_scratch.sh``: groups of 4, 2 per update).
+GRPO: dict[str, Any] = {"algo": "grpo", "group_size": 8, "update_epochs": 8}
+GRPO_G4: dict[str, Any] = GRPO | {"group_size": 4, "episodes_per_update": 8}
 #: name -> config overrides of the base recipe (``algo``: the trainer, PPO by default).
 VARIANTS: dict[str, dict[str, Any]] = {
     "adamw": {"head_optimizer": "adamw", "head_lr": 3e-3, "update_epochs": 4},
     "sgd": {"head_optimizer": "sgd", "update_epochs": 4},
     "sgd-lambda0.5": {"head_optimizer": "sgd", "update_epochs": 4, "gae_lambda": 0.5},
     "sgd-lambda0.5-epochs8": {"head_optimizer": "sgd", "update_epochs": 8, "gae_lambda": 0.5},
-    # GRPO (groups of 8 episodes on one deal; no critic): the committed recipe, then changes.
-    "grpo": {"algo": "grpo", "group_size": 8, "update_epochs": 8},
-    "grpo-head1.0": {"algo": "grpo", "group_size": 8, "update_epochs": 8, "head_lr": 1.0},
-    "grpo-head0.1": {"algo": "grpo", "group_size": 8, "update_epochs": 8, "head_lr": 0.1},
-    "grpo-t1": {"algo": "grpo", "group_size": 8, "update_epochs": 8, "temperature": 1.0},
-    "grpo-ent0.01": {"algo": "grpo", "group_size": 8, "update_epochs": 8, "ent_coef": 0.01},
+    # GRPO: the earlier recipe, then changes to it.
+    "grpo": GRPO,
+    "grpo-head1.0": GRPO | {"head_lr": 1.0},
+    "grpo-head0.1": GRPO | {"head_lr": 0.1},
+    "grpo-t1": GRPO | {"temperature": 1.0},
+    "grpo-ent0.01": GRPO | {"ent_coef": 0.01},
     # More, smaller updates (GRPO's value was still rising at 2,000 episodes; on slippery
-    # FrozenLake 16 episodes per update instead of 64 helped PPO).
-    "grpo-epu16": {"algo": "grpo", "group_size": 8, "update_epochs": 8, "episodes_per_update": 16},
-    "grpo-g4-epu16": {"algo": "grpo", "group_size": 4, "update_epochs": 8, "episodes_per_update": 16},
-    "grpo-g4-epu8": {"algo": "grpo", "group_size": 4, "update_epochs": 8, "episodes_per_update": 8},
-    "grpo-g2-epu8": {"algo": "grpo", "group_size": 2, "update_epochs": 8, "episodes_per_update": 8},
-    "grpo-g8-epu8": {"algo": "grpo", "group_size": 8, "update_epochs": 8, "episodes_per_update": 8},
-    "grpo-g4-epu4": {"algo": "grpo", "group_size": 4, "update_epochs": 8, "episodes_per_update": 4},
-    "grpo-g4-epu8-epochs4": {"algo": "grpo", "group_size": 4, "update_epochs": 4, "episodes_per_update": 8},
-    "grpo-g4-epu8-head0.1": {"algo": "grpo", "group_size": 4, "update_epochs": 8, "episodes_per_update": 8, "head_lr": 0.1},
-    "grpo-g4-epu8-head0.6": {"algo": "grpo", "group_size": 4, "update_epochs": 8, "episodes_per_update": 8, "head_lr": 0.6},
-    "grpo-g4-epu8-ent0.02": {"algo": "grpo", "group_size": 4, "update_epochs": 8, "episodes_per_update": 8, "ent_coef": 0.02},
-    "grpo-g4-epu8-t1.5": {"algo": "grpo", "group_size": 4, "update_epochs": 8, "episodes_per_update": 8, "temperature": 1.5},
+    # FrozenLake 16 episodes per update instead of 64 helped PPO). gN: episodes per group (one
+    # deal); epuN: episodes per update.
+    "grpo-epu16": GRPO | {"episodes_per_update": 16},
+    "grpo-g8-epu8": GRPO | {"episodes_per_update": 8},
+    "grpo-g4-epu16": GRPO | {"group_size": 4, "episodes_per_update": 16},
+    "grpo-g4-epu8": GRPO_G4,
+    "grpo-g4-epu4": GRPO | {"group_size": 4, "episodes_per_update": 4},
+    "grpo-g2-epu8": GRPO | {"group_size": 2, "episodes_per_update": 8},
+    "grpo-g4-epu8-epochs4": GRPO_G4 | {"update_epochs": 4},
+    "grpo-g4-epu8-head0.1": GRPO_G4 | {"head_lr": 0.1},
+    "grpo-g4-epu8-head0.6": GRPO_G4 | {"head_lr": 0.6},
+    "grpo-g4-epu8-ent0.02": GRPO_G4 | {"ent_coef": 0.02},
+    "grpo-g4-epu8-t1.5": GRPO_G4 | {"temperature": 1.5},
 }
 BASE: dict[str, Any] = {
     "env_id": "Text-Blackjack-v1",
