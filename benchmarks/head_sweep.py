@@ -58,6 +58,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "grpo-g4-epu8-head0.6": GRPO_G4 | {"head_lr": 0.6},
     "grpo-g4-epu8-ent0.02": GRPO_G4 | {"ent_coef": 0.02},
     "grpo-g4-epu8-t1.5": GRPO_G4 | {"temperature": 1.5},
+    "grpo-g4-epu8-step": GRPO_G4 | {"group_level": "step"},
 }
 BASE: dict[str, Any] = {
     "env_id": "Text-Blackjack-v1",
