@@ -8,9 +8,12 @@ variable over random near-upright states and reports the held-out R^2 over all o
 within one side (the variable above a small positive value: the words are then constant, so
 only the size is left to read). The texts compared: the shipped describer (``words``), the same
 without the side words (``numbers``), and with theta_dot also in degrees per second
-(``degrees``: the ``cartpole-degrees`` describer).
+(``degrees``: the ``cartpole-degrees`` describer). ``--layers``: the same for each of the
+model's hidden states at that position (the shipped text; 0 the embeddings, i after decoder
+layer i, the last normalised), which ``--set head_layers=[...]`` lets the head read.
 
     python benchmarks/cartpole_readable.py benchmarks/weights/rl/cartpole-ppo-vnorm-s0
+    python benchmarks/cartpole_readable.py benchmarks/weights/rl/cartpole-ppo-vnorm-s0 --layers
 """
 
 from __future__ import annotations
@@ -63,6 +66,17 @@ def hidden_states(policy, texts: list[str], info: dict, batch: int = 50) -> np.n
     return np.concatenate(out)
 
 
+def every_layer(policy, texts: list[str], info: dict) -> np.ndarray:
+    """[N, layers + 1, H]: each of the model's hidden states at the answer position."""
+    out = []
+    with torch.no_grad():
+        for text in texts:
+            prompt = policy.act([text], [info])[0].prompt_ids
+            states = policy.model(torch.tensor([prompt]), output_hidden_states=True).hidden_states
+            out.append(torch.stack([h[0, -1] for h in states]).float().numpy())
+    return np.stack(out)
+
+
 def readability(hidden: np.ndarray, states: np.ndarray) -> list[tuple[float, float]]:
     """(held-out R^2 over all states, within one side) for each state variable."""
     z = (hidden - hidden.mean(0)) / (hidden.std(0) + 1e-6)
@@ -82,12 +96,20 @@ def main() -> None:
     parser.add_argument("--states", type=int, default=240, help="random states to probe")
     parser.add_argument("--model", default="smollm2-135m", help="the policy's model")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--layers", action="store_true", help="probe every hidden state")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     policy = make_agent(f"llm:{args.model}@{args.policy}", ENV, seed=0, greedy=True).policy
     _, info = gym.make(ENV).reset(seed=0)
     states = np.random.default_rng(0).uniform(-BOUNDS, BOUNDS, size=(args.states, 4))
     print(f"held-out R^2 of ridge probes on the hidden state, {args.states} states: all / one side")
+    if args.layers:
+        hidden = every_layer(policy, [words(s.astype(np.float32)) for s in states], info)
+        print("  layer    " + "".join(f"{name:>14s}" for name in NAMES))
+        for layer in range(hidden.shape[1]):
+            rows = readability(hidden[:, layer], states)
+            print(f"  {layer:<8d} " + "".join(f"   {a:5.2f} / {b:4.2f}" for a, b in rows))
+        return
     print("  text     " + "".join(f"{name:>14s}" for name in NAMES))
     for name, render in TEXTS.items():
         texts = [render(s.astype(np.float32)) for s in states]

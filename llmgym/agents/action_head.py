@@ -11,10 +11,10 @@ with PPO:
     score(a | s) = LM score(a | s) + [z(h_s), 1]^T W unit(e_a)
 
 ``h_s`` is the last hidden state at the answer position (after the ``{"action": "`` prefill),
-``z`` centres and whitens it with statistics of the states seen in training (refreshed
-before each update, so one update sees one fixed feature map), ``e_a`` is the mean input
-embedding of the action's name and ``W`` starts at zero: at initialisation the policy is
-exactly the language model's.
+or several layers' hidden states there, concatenated (``layers``); ``z`` centres and whitens
+it with statistics of the states seen in training (refreshed before each update, so one
+update sees one fixed feature map), ``e_a`` is the mean input embedding of the action's name
+and ``W`` starts at zero: at initialisation the policy is exactly the language model's.
 
 Example:
     >>> import torch
@@ -88,14 +88,24 @@ class ActionHead(nn.Module):
     embeddings; any number of candidates per state (padding rows are ignored by the caller)."""
 
     def __init__(
-        self, hidden_size: int, embed_size: int, whiten_eps: float = 0.3, lm_prior: bool = True
+        self,
+        hidden_size: int,
+        embed_size: int,
+        whiten_eps: float = 0.3,
+        lm_prior: bool = True,
+        layers: tuple[int, ...] = (-1,),
     ) -> None:
         super().__init__()
         #: Whether the policy adds the LM's candidate scores to this head's (False: the head
         #: alone scores the candidates and the policy starts uniform).
         self.lm_prior = lm_prior
-        self.whitener = Whitener(hidden_size, whiten_eps)
-        self.weight = nn.Parameter(torch.zeros(hidden_size + 1, embed_size))
+        #: The model's hidden states the head reads at the answer position, concatenated
+        #: (indices into transformers' ``hidden_states``: 0 the embeddings, -1 the last).
+        self.layers = tuple(layers)
+        #: The size of the state features: ``hidden_size`` per layer read.
+        self.feature_size = hidden_size * len(self.layers)
+        self.whitener = Whitener(self.feature_size, whiten_eps)
+        self.weight = nn.Parameter(torch.zeros(self.feature_size + 1, embed_size))
 
     def forward(self, features: torch.Tensor, action_embeddings: torch.Tensor) -> torch.Tensor:
         """``features`` [B, H] (whitened), ``action_embeddings`` [B, K, E] -> scores [B, K]."""

@@ -525,7 +525,7 @@ class LLMPolicy:
 
     def _forward_features(self, prompts, candidates, actions, shared):
         hidden, token_logprobs = self.backend.score(
-            prompts, candidates, hidden=self.head is not None, shared=shared
+            prompts, candidates, hidden=self.head is not None, shared=shared, layers=self.layers
         )
         lm = [self._scores(t, a) for t, a in zip(token_logprobs, actions)]
         if hidden is None:
@@ -554,6 +554,11 @@ class LLMPolicy:
             ids = self.encode(action) or [self.tokenizer.pad_token_id]
             self._action_embeddings[action] = action_embedding(self.model, ids).to(self.device)
         return self._action_embeddings[action]
+
+    @property
+    def layers(self) -> tuple[int, ...]:
+        """The model's hidden states the state features are made of (the action head's)."""
+        return self.head.layers if self.head is not None else (-1,)
 
     def features(self, hidden: torch.Tensor) -> torch.Tensor:
         """The action head's whitened state features (the raw hidden state without a head)."""
@@ -632,7 +637,7 @@ class LLMPolicy:
             hidden, lm = self._score_features(prompts, candidates, actions, shared=shared_prefix)
         else:
             hidden, token_logprobs = self.update_backend.score(
-                prompts, candidates, hidden=True, shared=shared_prefix
+                prompts, candidates, hidden=True, shared=shared_prefix, layers=self.layers
             )
             lm = [self._scores(t, a) for t, a in zip(token_logprobs, actions)]
         scores = self._candidate_scores(hidden, lm, actions)

@@ -200,3 +200,48 @@ def test_no_lm_prior_without_the_head_is_refused_in_one_sentence(tmp_path):
     with pytest.raises(ConfigError, match="needs score mode with the head on") as info:
         make_trainer("ppo", output_dir=str(tmp_path), lm_prior=False, action_head=False, **FAST)
     assert "\n" not in str(info.value)
+
+
+def test_head_layers_concatenate_those_hidden_states_learn_and_restore(tmp_path):
+    trainer = make_trainer(
+        "ppo",
+        total_episodes=32 * 12,
+        output_dir=str(tmp_path / "run"),
+        train_backbone=False,
+        lm_prior=False,
+        head_optimizer="adamw",
+        head_lr=0.05,
+        head_layers=[1, -1],
+        **FAST,
+    )
+    policy, size = trainer.policy, trainer.model.config.hidden_size
+    assert policy.head.layers == (1, -1) and policy.head.feature_size == 2 * size
+    assert trainer.value_head.in_features == 2 * size
+    info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
+    rooms = [room for room, _ in ROOMS]
+    with torch.no_grad():
+        sample = policy.act(rooms[:1], [info])[0]
+        states = trainer.model(torch.tensor([sample.prompt_ids]), output_hidden_states=True)
+    want = torch.cat([states.hidden_states[1][0, -1], states.hidden_states[-1][0, -1]])
+    assert torch.allclose(sample.hidden, want, atol=1e-5)
+    trainer.train()
+    assert min(_p_good(policy)) >= 0.9
+    path = trainer.save_policy(tmp_path / "policy")
+    greedy = PolicyConfig(mode="score", greedy=True)
+    loaded = load_trained_policy(str(path), device="cpu", policy_config=greedy)
+    assert loaded.head.layers == (1, -1)
+    with trainer.greedy(True), torch.no_grad():
+        want_samples = trainer.policy.act(rooms, [info] * 2)
+    got = loaded.act(rooms, [info] * 2)
+    assert [s.logprobs[0] for s in got] == pytest.approx(
+        [s.logprobs[0] for s in want_samples], abs=1e-5
+    )
+
+
+@pytest.mark.parametrize("layers", [[], [99], ["4"], 4])
+def test_bad_head_layers_are_refused_in_one_sentence(tmp_path, layers):
+    from llmgym.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="head_layers must be") as info:
+        make_trainer("ppo", output_dir=str(tmp_path), head_layers=layers, **FAST)
+    assert "\n" not in str(info.value)

@@ -71,10 +71,12 @@ class Backend(Protocol):
         *,
         hidden: bool,
         shared: bool,
+        layers: Sequence[int] = (-1,),
     ) -> tuple[Any, list[list[Any]]]:
         """Per prompt, per candidate: the log-probs of the candidate's tokens after the prompt;
-        with ``hidden``, also the last hidden state at the last prompt token [B, H] (else
-        None). ``shared``: encode the prefix all prompts share once, without gradient.
+        with ``hidden``, also the hidden states of ``layers`` (indices into transformers'
+        ``hidden_states``; -1 the last) at the last prompt token, concatenated [B, H x layers]
+        (else None). ``shared``: encode the prefix all prompts share once, without gradient.
         Differentiable where the engine allows it and gradients are enabled."""
 
     def generate(

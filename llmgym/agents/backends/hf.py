@@ -56,13 +56,14 @@ class TransformersBackend:
         *,
         hidden: bool,
         shared: bool,
+        layers: Sequence[int] = (-1,),
     ) -> tuple[torch.Tensor | None, list[list[torch.Tensor]]]:
         prompts = list(prompts)
         if shared:
             with torch.no_grad():  # the prefix's KV as constants under the current weights
                 self._shared_prefix(prompts)
         last_logits, cache, mask, last_hidden = self._encode_prompts(
-            prompts, shared=shared, hidden=hidden
+            prompts, shared=shared, layers=tuple(layers) if hidden else ()
         )
         return last_hidden, self._candidate_logprobs(last_logits, cache, mask, list(candidates))
 
@@ -185,10 +186,11 @@ class TransformersBackend:
         return DynamicCache(ddp_cache_data=data or None, config=self.model.config)
 
     def _encode_prompts(
-        self, prompts: list[list[int]], *, shared: bool, hidden: bool = False
+        self, prompts: list[list[int]], *, shared: bool, layers: tuple[int, ...] = ()
     ) -> tuple[torch.Tensor, DynamicCache, torch.Tensor, torch.Tensor | None]:
         """One left-padded forward over ``prompts``: (last-position logits [B, V], the KV cache,
-        the attention mask [B, S], last hidden state at the last prompt token [B, H] or None)."""
+        the attention mask [B, S], the hidden states of ``layers`` at the last prompt token,
+        concatenated [B, H x layers], or None without ``layers``)."""
         prefix = self._shared_prefix(prompts) if shared else 0
         ids, mask = left_pad([p[prefix:] for p in prompts], self.pad_token_id, self.device)
         if prefix:
@@ -203,11 +205,13 @@ class TransformersBackend:
             past_key_values=cache,
             use_cache=True,
             logits_to_keep=1,
-            output_hidden_states=hidden,
+            output_hidden_states=bool(layers),
         )
         self.stats["prompt_tokens"] += int(mask[:, prefix:].sum())
         self.stats["cached_tokens"] += prefix * len(prompts)
-        last_hidden = out.hidden_states[-1][:, -1] if hidden else None
+        last_hidden = None
+        if layers:
+            last_hidden = torch.cat([out.hidden_states[i][:, -1] for i in layers], -1)
         return out.logits[:, -1].float(), cache, mask, last_hidden
 
     def _candidate_logprobs(

@@ -170,6 +170,7 @@ class VLLMBackend:
         *,
         hidden: bool,
         shared: bool,
+        layers: Sequence[int] = (-1,),
     ) -> tuple[None, list[list[Any]]]:
         """``candidate_logprobs`` as tensors; no hidden states (vLLM has none to give; its
         prefix cache does what ``shared`` asks)."""

@@ -219,8 +219,10 @@ class Trainer(LoraAndReference, Checkpointing):
         base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
         hidden = base.config.hidden_size
         embed = base.get_input_embeddings().weight.shape[1]
-        eps, lm_prior = self.config.policy.head_whiten_eps, self.config.policy.lm_prior
-        return ActionHead(hidden, embed, eps, lm_prior=lm_prior).to(self.device)
+        policy = self.config.policy
+        layers = head_layers(policy.head_layers, base.config.num_hidden_layers)
+        head = ActionHead(hidden, embed, policy.head_whiten_eps, policy.lm_prior, layers)
+        return head.to(self.device)
 
     def trainable_parameters(self) -> list[Any]:
         params = [p for p in self.model.parameters() if p.requires_grad]
@@ -764,6 +766,25 @@ def check_vllm_training(config: Any) -> None:
             "it needs train_backbone=true (LoRA or a full fine-tune); a frozen model trains "
             "with the hf backend."
         )
+
+
+def head_layers(layers: Any, num_layers: int) -> tuple[int, ...]:
+    """``head_layers`` checked against a model of ``num_layers`` decoder layers (whose
+    ``hidden_states`` run from 0, the embeddings, to ``num_layers``).
+
+    Example:
+        >>> head_layers(None, 30), head_layers([4, -1], 30)
+        ((-1,), (4, -1))
+    """
+    if layers is None:
+        return (-1,)
+    ok = isinstance(layers, list) and layers and all(type(i) is int for i in layers)
+    if not ok or not all(-num_layers - 1 <= i <= num_layers for i in layers):
+        raise ConfigError(
+            f"head_layers must be a non-empty list of hidden-state indices from {-num_layers - 1} "
+            f"to {num_layers} (0: the embeddings, -1: the last layer), not {layers!r}."
+        )
+    return tuple(layers)
 
 
 def check_lm_prior(config: Any) -> None:

@@ -88,6 +88,12 @@ class PolicySection(PolicyConfig):
     starts as the language model's). False: the head alone scores them and the language model
     only supplies the hidden state, as LLaRP's learned output layer; the policy starts uniform,
     free of a prior that ignores the state (CartPole: SmolLM2-135M prefers LEFT everywhere)."""
+    head_layers: list[int] | None = None
+    """Score mode with the action head: the model's hidden states it reads at the answer
+    position, concatenated; indices into transformers' ``hidden_states`` (0 the embeddings, i
+    after decoder layer i, -1 the last). None: the last. PPO's value head reads the same
+    features. (SmolLM2-135M on CartPole: the size of theta_dot is read best after layers
+    2-8, theta's after 24-27; ``benchmarks/cartpole_readable.py --layers``.)"""
 
     def acting(self) -> PolicyConfig:
         """The ``PolicyConfig`` the trainer's ``LLMPolicy`` acts with."""

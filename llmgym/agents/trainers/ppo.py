@@ -102,7 +102,7 @@ class PPOTrainer(Trainer):
         hidden = self.model.config.hidden_size if hasattr(self.model, "config") else None
         hidden = hidden or self.model.get_base_model().config.hidden_size
         if self.policy.head is not None:  # linear on the action head's whitened features
-            head = torch.nn.Linear(hidden, 1)
+            head = torch.nn.Linear(self.policy.head.feature_size, 1)
             torch.nn.init.zeros_(head.weight)
             torch.nn.init.zeros_(head.bias)
         else:
