@@ -181,6 +181,12 @@ for name in "${@:-${ALL[@]}}"; do
       # Without that prior the policy starts uniform, so symmetric, and the pairs pull its bias
       # toward a side only as far as the policy has already become lopsided.
       cartpole "$name" --set value_norm=true --set lm_prior=false --set mirror=true ;;
+    cartpole-ppo-layers-s*)
+      # The head of every run above read the last hidden state, where ridge probes read theta's
+      # size well (0.90 / 0.93 held-out R^2, all states / one side) and theta_dot's poorly
+      # (0.73 / 0.17); after decoder layer 4 theta_dot's reads 0.76 / 0.83
+      # (benchmarks/cartpole_readable.py --layers). vnorm with the head on both hidden states.
+      cartpole "$name" --set value_norm=true --set 'head_layers=[4,-1]' ;;
     cartpole-ppo-deg-s*)
       # A symmetric policy (mirror) cannot lean on the offset the others balance with; it must read
       # the pole's rotation, which the default text writes as a small number in radians per second
