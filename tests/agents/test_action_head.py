@@ -168,8 +168,9 @@ def test_policy_directory_restores_the_greedy_actions(train_backbone, tmp_path):
     assert [s.logprobs[0] for s in got] == pytest.approx([s.logprobs[0] for s in want], abs=1e-5)
 
 
-def test_without_the_lm_prior_the_policy_starts_uniform_learns_and_restores(tmp_path):
-    trainer = make_trainer(
+def _head_only_trainer(tmp_path, **config):
+    """Head-only PPO on the contextual bandit, the head alone scoring the actions."""
+    return make_trainer(
         "ppo",
         total_episodes=32 * 12,
         output_dir=str(tmp_path / "run"),
@@ -177,21 +178,32 @@ def test_without_the_lm_prior_the_policy_starts_uniform_learns_and_restores(tmp_
         lm_prior=False,
         head_optimizer="adamw",
         head_lr=0.05,
+        **config,
         **FAST,
     )
-    assert _p_good(trainer.policy) == pytest.approx([0.5, 0.5], abs=1e-6)  # the head alone: 0
+
+
+def _restored_after_training(trainer, tmp_path) -> LLMPolicy:
+    """Train, check both rooms are learned, and restore the policy directory; its greedy
+    log-probs equal the trainer's."""
     trainer.train()
     assert min(_p_good(trainer.policy)) >= 0.9
     path = trainer.save_policy(tmp_path / "policy")
     greedy = PolicyConfig(mode="score", greedy=True)
     loaded = load_trained_policy(str(path), device="cpu", policy_config=greedy)
-    assert loaded.head.lm_prior is False
     info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
     rooms = [room for room, _ in ROOMS]
     with trainer.greedy(True), torch.no_grad():
         want = trainer.policy.act(rooms, [info] * 2)
     got = loaded.act(rooms, [info] * 2)
     assert [s.logprobs[0] for s in got] == pytest.approx([s.logprobs[0] for s in want], abs=1e-5)
+    return loaded
+
+
+def test_without_the_lm_prior_the_policy_starts_uniform_learns_and_restores(tmp_path):
+    trainer = _head_only_trainer(tmp_path)
+    assert _p_good(trainer.policy) == pytest.approx([0.5, 0.5], abs=1e-6)  # the head alone: 0
+    assert _restored_after_training(trainer, tmp_path).head.lm_prior is False
 
 
 def test_no_lm_prior_without_the_head_is_refused_in_one_sentence(tmp_path):
@@ -203,39 +215,17 @@ def test_no_lm_prior_without_the_head_is_refused_in_one_sentence(tmp_path):
 
 
 def test_head_layers_concatenate_those_hidden_states_learn_and_restore(tmp_path):
-    trainer = make_trainer(
-        "ppo",
-        total_episodes=32 * 12,
-        output_dir=str(tmp_path / "run"),
-        train_backbone=False,
-        lm_prior=False,
-        head_optimizer="adamw",
-        head_lr=0.05,
-        head_layers=[1, -1],
-        **FAST,
-    )
+    trainer = _head_only_trainer(tmp_path, head_layers=[1, -1])
     policy, size = trainer.policy, trainer.model.config.hidden_size
     assert policy.head.layers == (1, -1) and policy.head.feature_size == 2 * size
     assert trainer.value_head.in_features == 2 * size
     info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
-    rooms = [room for room, _ in ROOMS]
     with torch.no_grad():
-        sample = policy.act(rooms[:1], [info])[0]
+        sample = policy.act([ROOMS[0][0]], [info])[0]
         states = trainer.model(torch.tensor([sample.prompt_ids]), output_hidden_states=True)
     want = torch.cat([states.hidden_states[1][0, -1], states.hidden_states[-1][0, -1]])
     assert torch.allclose(sample.hidden, want, atol=1e-5)
-    trainer.train()
-    assert min(_p_good(policy)) >= 0.9
-    path = trainer.save_policy(tmp_path / "policy")
-    greedy = PolicyConfig(mode="score", greedy=True)
-    loaded = load_trained_policy(str(path), device="cpu", policy_config=greedy)
-    assert loaded.head.layers == (1, -1)
-    with trainer.greedy(True), torch.no_grad():
-        want_samples = trainer.policy.act(rooms, [info] * 2)
-    got = loaded.act(rooms, [info] * 2)
-    assert [s.logprobs[0] for s in got] == pytest.approx(
-        [s.logprobs[0] for s in want_samples], abs=1e-5
-    )
+    assert _restored_after_training(trainer, tmp_path).head.layers == (1, -1)
 
 
 @pytest.mark.parametrize("layers", [[], [99], ["4"], 4])
