@@ -228,10 +228,14 @@ def test_head_layers_concatenate_those_hidden_states_learn_and_restore(tmp_path)
     assert _restored_after_training(trainer, tmp_path).head.layers == (1, -1)
 
 
-@pytest.mark.parametrize("layers", [[], [99], ["4"], 4])
-def test_bad_head_layers_are_refused_in_one_sentence(tmp_path, layers):
+@pytest.mark.parametrize(
+    "config, match",
+    [({"head_layers": layers}, "head_layers must be") for layers in ([], [99], ["4"], 4)]
+    + [({"head_layers": [1], "action_head": False}, "needs score mode with the head on")],
+)
+def test_bad_head_layers_are_refused_in_one_sentence(tmp_path, config, match):
     from llmgym.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="head_layers must be") as info:
-        make_trainer("ppo", output_dir=str(tmp_path), head_layers=layers, **FAST)
+    with pytest.raises(ConfigError, match=match) as info:
+        make_trainer("ppo", output_dir=str(tmp_path), **config, **FAST)
     assert "\n" not in str(info.value)

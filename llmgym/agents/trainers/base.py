@@ -213,6 +213,11 @@ class Trainer(LoraAndReference, Checkpointing):
     def _make_head(self) -> Any:
         """The action head (score mode with ``action_head`` on), else None."""
         if not self.config.policy.action_head or self.config.policy.mode != "score":
+            if self.config.policy.head_layers is not None:
+                raise ConfigError(
+                    "head_layers chooses what the action head reads, so it needs score mode "
+                    "with the head on (action_head=true)."
+                )
             return None
         from llmgym.agents.action_head import ActionHead
 
