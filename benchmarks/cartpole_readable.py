@@ -66,15 +66,18 @@ def hidden_states(policy, texts: list[str], info: dict, batch: int = 50) -> np.n
     return np.concatenate(out)
 
 
-def every_layer(policy, texts: list[str], info: dict) -> np.ndarray:
+def every_layer(policy, texts: list[str], info: dict, batch: int = 50) -> np.ndarray:
     """[N, layers + 1, H]: each of the model's hidden states at the answer position."""
+    layers = range(policy.model.config.num_hidden_layers + 1)
+    prompts = [policy.encode(policy.prompt_text(policy.messages_for(0, t, info))) for t in texts]
     out = []
     with torch.no_grad():
-        for text in texts:
-            prompt = policy.act([text], [info])[0].prompt_ids
-            states = policy.model(torch.tensor([prompt]), output_hidden_states=True).hidden_states
-            out.append(torch.stack([h[0, -1] for h in states]).float().numpy())
-    return np.stack(out)
+        for start in range(0, len(prompts), batch):
+            chunk = prompts[start : start + batch]
+            dummy = [[[0]] for _ in chunk]  # one candidate each; only the hidden states are used
+            hidden, _ = policy.backend.score(chunk, dummy, hidden=True, shared=False, layers=layers)
+            out.append(hidden.float().reshape(len(chunk), len(layers), -1).numpy())
+    return np.concatenate(out)
 
 
 def readability(hidden: np.ndarray, states: np.ndarray) -> list[tuple[float, float]]:

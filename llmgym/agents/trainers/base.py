@@ -86,7 +86,7 @@ class Trainer(LoraAndReference, Checkpointing):
         self.config = config
         config.optim.head_rate()  # a bad head_optimizer fails before the model loads
         check_vllm_training(config)  # before the model loads
-        check_lm_prior(config)
+        check_head_options(config)
         #: The vLLM server the policy acts through (``policy.backend == "vllm"``), else None.
         self.vllm: Any = None
         if config.policy.backend == "vllm":
@@ -213,11 +213,6 @@ class Trainer(LoraAndReference, Checkpointing):
     def _make_head(self) -> Any:
         """The action head (score mode with ``action_head`` on), else None."""
         if not self.config.policy.action_head or self.config.policy.mode != "score":
-            if self.config.policy.head_layers is not None:
-                raise ConfigError(
-                    "head_layers chooses what the action head reads, so it needs score mode "
-                    "with the head on (action_head=true)."
-                )
             return None
         from llmgym.agents.action_head import ActionHead
 
@@ -792,13 +787,20 @@ def head_layers(layers: Any, num_layers: int) -> tuple[int, ...]:
     return tuple(layers)
 
 
-def check_lm_prior(config: Any) -> None:
-    """Refuse ``lm_prior=false`` without the action head that would score the actions."""
+def check_head_options(config: Any) -> None:
+    """Refuse the action head's options (``lm_prior=false``, ``head_layers``) without the head."""
     policy = config.policy
-    if not policy.lm_prior and not (policy.action_head and policy.mode == "score"):
+    if policy.action_head and policy.mode == "score":
+        return
+    if not policy.lm_prior:
         raise ConfigError(
             "lm_prior=false leaves the action head alone to score the actions, so it needs "
             "score mode with the head on (`--mode score --set action_head=true`)."
+        )
+    if policy.head_layers is not None:
+        raise ConfigError(
+            "head_layers chooses what the action head reads, so it needs score mode with the "
+            "head on (`--mode score --set action_head=true`)."
         )
 
 
