@@ -6,13 +6,16 @@ Three configurations on Text-Blackjack-v1 and Text-CartPole-v1, each in its own 
 * ``score-head``: score mode, frozen backbone, only the action head (and the value head)
   learns (``train_backbone=false``; features memoised per prompt);
 * ``score-lora-head``: score mode, LoRA in the last ``lora_layers`` layers plus the head;
-* ``generate-lora``: generate mode, LoRA (generate mode has no action head).
+* ``generate-lora``: generate mode, LoRA (generate mode has no action head);
+* ``score-head-layer8``: ``score-head`` with the head alone (``lm_prior=false``) on hidden
+  state 8, so each forward stops after 8 of the 30 decoder layers (not in the default set).
 
 Each iteration runs ``trainer.run_iteration()`` (collect ``episodes_per_update`` episodes,
 one PPO update; no evaluation, no checkpoint). Tokens are counted two ways: the policy's
 ``stats`` while acting (prompt tokens run through the model + generated tokens), and a hook on
 the model's forward that counts every non-padding position it computes, split into acting and
-update, with and without gradient. FLOPs: forward ``2 x params x tokens``; backward twice the
+update, with and without gradient. FLOPs: forward ``2 x params x tokens`` (the parameters of
+the decoder layers run where the forward stops early); backward twice the
 forward of the layers the gradient flows through (``4 x span_params x grad_tokens``, where
 the span is the LoRA layers and the layers above them; none when the backbone is frozen).
 The ceiling is an fp32 GEMM peak measured in the same run. Writes
@@ -45,6 +48,13 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "score-head": {"mode": "score", "train_backbone": False, "action_head": True},
     "score-lora-head": {"mode": "score", "train_backbone": True, "action_head": True},
     "generate-lora": {"mode": "generate", "train_backbone": True, "action_head": False},
+    "score-head-layer8": {
+        "mode": "score",
+        "train_backbone": False,
+        "action_head": True,
+        "lm_prior": False,
+        "head_layers": [8],
+    },
 }
 COMMON = {"update_epochs": 4, "temperature": 2.0, "ent_coef": 0.05}
 #: Episodes per iteration: Blackjack episodes last ~1.5 steps, CartPole ones ~20.
@@ -54,6 +64,8 @@ REPORTED_FIELDS = (
     "mode",
     "train_backbone",
     "action_head",
+    "lm_prior",
+    "head_layers",
     "lora",
     "lora_r",
     "lora_layers",
@@ -103,6 +115,16 @@ def span_params(model: Any, lora_layers: int) -> int:
     return sum(p.numel() for m in modules for p in m.parameters())
 
 
+def forward_params(model: Any, flat: dict[str, Any]) -> int:
+    """Parameters a forward pass runs through: all, or where the head alone reads early hidden
+    states, the decoder layers below the deepest one it reads."""
+    layers = model.model.layers
+    wanted = {i % (len(layers) + 1) for i in flat["head_layers"] or [-1]}
+    if flat["action_head"] and not flat["lm_prior"] and len(layers) not in wanted:
+        return sum(p.numel() for block in layers[: max(wanted)] for p in block.parameters())
+    return sum(p.numel() for p in model.parameters())
+
+
 def phase(env_id: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
     """Build the trainer, run ``args.iterations`` iterations, return the measurements."""
     import torch
@@ -137,7 +159,7 @@ def phase(env_id: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
         if hasattr(trainer.model, "get_base_model")
         else trainer.model
     )
-    params = sum(p.numel() for p in base.parameters())
+    params = forward_params(base, flat_view(cfg.to_dict()))
     counter = TokenCounter(base)
     collect = trainer.collect
     stats_act = dict.fromkeys(trainer.policy.stats, 0)
@@ -240,7 +262,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Training throughput of llmgym's PPO.")
     parser.add_argument("--iterations", type=int, default=2)
     parser.add_argument("--envs", nargs="+", default=list(ENVS), choices=list(ENVS))
-    parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    parser.add_argument("--configs", nargs="+", default=list(CONFIGS)[:3], choices=list(CONFIGS))
     parser.add_argument("--episodes", type=int, default=0, help="Episodes per iteration.")
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--threads", type=int, default=1)

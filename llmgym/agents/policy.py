@@ -523,9 +523,21 @@ class LLMPolicy:
         rows = [self._memo[k] for k in keys]
         return torch.stack([h for h, _ in rows]), [s for _, s in rows]
 
-    def _forward_features(self, prompts, candidates, actions, shared):
-        hidden, token_logprobs = self.backend.score(
-            prompts, candidates, hidden=self.head is not None, shared=shared, layers=self.layers
+    def _forward_features(self, prompts, candidates, actions, shared, backend=None, hidden=None):
+        """(hidden states [B, H], LM scores) by one pass of ``backend`` (the acting one by
+        default; hidden states where asked for, by default where there is a head). A head
+        without the LM prior needs no LM scores (zeros stand in): only its hidden states are
+        computed, through no more layers than they need."""
+        backend = backend or self.backend
+        if self.head is not None and not self.head.lm_prior:
+            states = backend.hidden_states(prompts, shared=shared, layers=self.layers)
+            return states, [torch.zeros(len(a), device=states.device) for a in actions]
+        hidden, token_logprobs = backend.score(
+            prompts,
+            candidates,
+            hidden=self.head is not None if hidden is None else hidden,
+            shared=shared,
+            layers=self.layers,
         )
         lm = [self._scores(t, a) for t, a in zip(token_logprobs, actions)]
         if hidden is None:
@@ -636,10 +648,9 @@ class LLMPolicy:
         if self.memoize:
             hidden, lm = self._score_features(prompts, candidates, actions, shared=shared_prefix)
         else:
-            hidden, token_logprobs = self.update_backend.score(
-                prompts, candidates, hidden=True, shared=shared_prefix, layers=self.layers
+            hidden, lm = self._forward_features(
+                prompts, candidates, actions, shared_prefix, self.update_backend, hidden=True
             )
-            lm = [self._scores(t, a) for t, a in zip(token_logprobs, actions)]
         scores = self._candidate_scores(hidden, lm, actions)
         logprob, entropy = [], []
         for s, score in zip(samples, scores):

@@ -228,6 +228,26 @@ def test_head_layers_concatenate_those_hidden_states_learn_and_restore(tmp_path)
     assert _restored_after_training(trainer, tmp_path).head.layers == (1, -1)
 
 
+def test_a_head_without_the_lm_prior_runs_only_the_layers_it_reads(tmp_path):
+    trainer = _head_only_trainer(tmp_path, head_layers=[1])
+    model, policy = trainer.model, trainer.policy
+    ran = []
+    hooks = [
+        block.register_forward_hook(lambda *_, i=i: ran.append(i))
+        for i, block in enumerate(model.model.layers)
+    ]
+    info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
+    with torch.no_grad():
+        sample = policy.act([ROOMS[0][0]], [info])[0]
+    for hook in hooks:
+        hook.remove()
+    assert ran == [0, 1, 0]  # the system prompt's KV once (whole model), then layer 0 alone
+    with torch.no_grad():
+        states = model(torch.tensor([sample.prompt_ids]), output_hidden_states=True)
+    assert torch.allclose(sample.hidden, states.hidden_states[1][0, -1], atol=1e-5)
+    assert _restored_after_training(trainer, tmp_path).head.layers == (1,)
+
+
 @pytest.mark.parametrize(
     "config, match",
     [({"head_layers": layers}, "head_layers must be") for layers in ([], [99], ["4"], 4)]

@@ -62,6 +62,21 @@ def test_score_logprobs_equal_a_plain_forward(tiny, normalization):
         )
 
 
+@pytest.mark.parametrize("layers", [(0,), (1,), (1, 0), (-1,), (1, -1)])
+@pytest.mark.parametrize("shared", [False, True])
+def test_hidden_states_alone_equal_those_score_returns(tiny, layers, shared):
+    from llmgym.agents.backends.hf import TransformersBackend
+
+    model, tokenizer = tiny
+    backend = TransformersBackend(model, tokenizer.pad_token_id, "cpu")
+    prompts = [list(range(5, 20)) + [30, 31], list(range(5, 20)) + [40]]  # uneven, shared 15
+    with torch.no_grad():
+        want, _ = backend.score(prompts, [[[8]], [[9]]], hidden=True, shared=shared, layers=layers)
+    got = backend.hidden_states(prompts, shared=shared, layers=layers)
+    assert got.shape == (2, 64 * len(layers)) and got.requires_grad
+    assert torch.allclose(got, want, atol=1e-5)
+
+
 def test_score_is_always_valid_and_sampling_is_seeded(tiny, cartpole):
     model, tokenizer = tiny
     config = PolicyConfig(normalization="token", temperature=50, seed=3)

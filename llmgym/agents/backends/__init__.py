@@ -79,6 +79,12 @@ class Backend(Protocol):
         (else None). ``shared``: encode the prefix all prompts share once, without gradient.
         Differentiable where the engine allows it and gradients are enabled."""
 
+    def hidden_states(
+        self, prompts: Sequence[list[int]], *, shared: bool, layers: Sequence[int] = (-1,)
+    ) -> Any:
+        """``score``'s hidden states alone (for an action head without the LM's scores),
+        computed no deeper than ``layers`` need where the engine allows it."""
+
     def generate(
         self, prompts: Sequence[list[int]], max_new: int, stop_ids: list[int], sampling: Sampling
     ) -> tuple[list[list[int]], list[list[float]]]:

@@ -67,6 +67,43 @@ class TransformersBackend:
         )
         return last_hidden, self._candidate_logprobs(last_logits, cache, mask, list(candidates))
 
+    def hidden_states(
+        self, prompts: Sequence[list[int]], *, shared: bool, layers: Sequence[int] = (-1,)
+    ) -> torch.Tensor:
+        """``score``'s hidden states without the candidates: the model runs only as deep as
+        ``layers`` need (``layers=(4,)``: the first 4 decoder layers), where its decoder layers
+        can be found (else the whole model)."""
+        prompts = list(prompts)
+        if shared:
+            with torch.no_grad():  # the prefix's KV as in score, by the whole model
+                self._shared_prefix(prompts)
+        blocks = _decoder_layers(self.model)
+        depth = len(blocks) if blocks is not None else 0
+        wanted = {i % (depth + 1) for i in layers}
+        if blocks is None or depth in wanted:  # the last (normed) state needs the whole model
+            return self._encode_prompts(prompts, shared=shared, layers=tuple(layers))[3]
+        deepest = max(wanted)
+        captured: dict[int, torch.Tensor] = {}
+
+        def capture(index: int) -> Callable[..., None]:
+            def hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+                state = args[0] if args else kwargs["hidden_states"]  # the input of layer index
+                captured[index] = state[:, -1]
+                if index == deepest:
+                    raise _DeepEnough
+
+            return hook
+
+        hooks = [blocks[i].register_forward_pre_hook(capture(i), with_kwargs=True) for i in wanted]
+        try:
+            self._encode_prompts(prompts, shared=shared)
+        except _DeepEnough:
+            pass
+        finally:
+            for hook in hooks:
+                hook.remove()
+        return torch.cat([captured[i % (depth + 1)] for i in layers], -1)
+
     def generate(
         self, prompts: Sequence[list[int]], max_new: int, stop_ids: list[int], sampling: Sampling
     ) -> tuple[list[list[int]], list[list[float]]]:
@@ -198,6 +235,8 @@ class TransformersBackend:
             mask = torch.cat([ones, mask], dim=1)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, prefix:]
         cache = self._cache(self._prefix_kv if prefix else [], len(prompts))
+        self.stats["prompt_tokens"] += int(mask[:, prefix:].sum())
+        self.stats["cached_tokens"] += prefix * len(prompts)
         out = self.model(
             input_ids=ids,
             attention_mask=mask,
@@ -207,8 +246,6 @@ class TransformersBackend:
             logits_to_keep=1,
             output_hidden_states=bool(layers),
         )
-        self.stats["prompt_tokens"] += int(mask[:, prefix:].sum())
-        self.stats["cached_tokens"] += prefix * len(prompts)
         last_hidden = None
         if layers:
             last_hidden = torch.cat([out.hidden_states[i][:, -1] for i in layers], -1)
@@ -253,6 +290,19 @@ class TransformersBackend:
             rest = logp[r, torch.arange(len(c) - 1), torch.tensor(c[1:], dtype=torch.long)]
             out[b].append(torch.cat([first[b, c[:1]], rest]))
         return out
+
+
+class _DeepEnough(Exception):
+    """Stops a forward pass once ``hidden_states`` has what it asked for."""
+
+
+def _decoder_layers(model: Any) -> torch.nn.ModuleList | None:
+    """The decoder layers of a Llama-style model (``model.model.layers``; also under peft),
+    or None where they are not found there."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    blocks = getattr(getattr(base, "model", None), "layers", None)
+    count = getattr(base.config, "num_hidden_layers", None)
+    return blocks if isinstance(blocks, torch.nn.ModuleList) and len(blocks) == count else None
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

@@ -181,6 +181,11 @@ class VLLMBackend:
         rows = self.candidate_logprobs(prompts, candidates)
         return None, [[torch.tensor(t) for t in row] for row in rows]
 
+    def hidden_states(
+        self, prompts: Sequence[list[int]], *, shared: bool, layers: Sequence[int] = (-1,)
+    ) -> None:
+        raise VLLMError(f"{self.where} returns log-probs, not hidden states.")
+
     def generate(
         self, prompts: Sequence[list[int]], max_new: int, stop_ids: list[int], sampling: Any
     ) -> tuple[list[list[int]], list[list[float]]]:
