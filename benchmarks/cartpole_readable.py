@@ -74,8 +74,7 @@ def every_layer(policy, texts: list[str], info: dict, batch: int = 50) -> np.nda
     with torch.no_grad():
         for start in range(0, len(prompts), batch):
             chunk = prompts[start : start + batch]
-            dummy = [[[0]] for _ in chunk]  # one candidate each; only the hidden states are used
-            hidden, _ = policy.backend.score(chunk, dummy, hidden=True, shared=False, layers=layers)
+            hidden = policy.backend.hidden_states(chunk, shared=False, layers=layers)
             out.append(hidden.float().reshape(len(chunk), len(layers), -1).numpy())
     return np.concatenate(out)
 
