@@ -247,7 +247,13 @@ def test_cartpole_readable_probes_each_text_for_each_variable(cartpole_policy):
 
 def test_cartpole_readable_layers_probes_each_hidden_state(cartpole_policy):
     out = _run(
-        "cartpole_readable.py", str(cartpole_policy), "--model", "tiny", "--states", "40", "--layers"
+        "cartpole_readable.py",
+        str(cartpole_policy),
+        "--model",
+        "tiny",
+        "--states",
+        "40",
+        "--layers",
     )
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[2:]}
     assert list(rows) == ["0", "1", "2"]  # the embeddings and after each of the 2 layers
