@@ -87,7 +87,7 @@ ALL=(blackjack-ppo-s0 blackjack-ppo-s1 blackjack-ppo-s2 blackjack-grpo-s0 blackj
      frozenlake-slippery-ppo-t1g-s2 arithmetic-reinforce-s0 arithmetic-reinforce-s1
      cartpole-ppo-s0 cartpole-ppo-anneal-s0 cartpole-ppo-critic-s0
      cartpole-ppo-vnorm-s0 cartpole-ppo-epochs-s0 cartpole-ppo-often-s0 cartpole-ppo-vnorm-s1
-     cartpole-ppo-noprior-s0)
+     cartpole-ppo-noprior-s0 cartpole-ppo-mirror-noprior-s0)
 if [ -n "${SNAPSHOT:-}" ]; then
   for name in "$@"; do snapshot "$name"; done
   exit 0
@@ -187,6 +187,13 @@ for name in "${@:-${ALL[@]}}"; do
       # (0.73 / 0.17); after decoder layer 4 theta_dot's reads 0.76 / 0.83
       # (benchmarks/cartpole_readable.py --layers). vnorm with the head on both hidden states.
       cartpole "$name" --set value_norm=true --set 'head_layers=[4,-1]' ;;
+    cartpole-ppo-layer8-s*)
+      # Probes after each decoder layer read theta's size within one side at 0.84-0.91 after
+      # layers 3-8 and theta_dot's at 0.73-0.83 after 2-8, the cart's position at 0.83 after 8
+      # (benchmarks/cartpole_readable.py --layers). With the head alone on hidden state 8
+      # (lm_prior=false), each forward stops after 8 of the 30 layers. Otherwise
+      # cartpole-ppo-noprior-s0 (160.00 on the last hidden state).
+      cartpole "$name" --set value_norm=true --set lm_prior=false --set 'head_layers=[8]' ;;
     cartpole-ppo-deg-s*)
       # A symmetric policy (mirror) cannot lean on the offset the others balance with; it must read
       # the pole's rotation, which the default text writes as a small number in radians per second
