@@ -236,27 +236,16 @@ def test_cartpole_failures_says_how_each_episode_ended_and_what_the_head_reads(c
     assert "rotating right" in rules[1] and rules[1].split()[-3:] == ["199.75", "+-", "20.04"]
 
 
-def test_cartpole_readable_probes_each_text_for_each_variable(cartpole_policy):
-    out = _run("cartpole_readable.py", str(cartpole_policy), "--model", "tiny", "--states", "40")
-    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[2:]}
-    assert list(rows) == ["words", "numbers", "degrees"]
-    for cells in rows.values():
-        values = [float(v) for v in cells if v != "/"]
-        assert len(values) == 8 and all(v <= 1.0 for v in values)
-
-
-def test_cartpole_readable_layers_probes_each_hidden_state(cartpole_policy):
+@pytest.mark.parametrize(
+    "flags, rows_named",
+    [([], ["words", "numbers", "degrees"]), (["--layers"], ["0", "1", "2"])],  # texts; states
+)
+def test_cartpole_readable_probes_each_variable(cartpole_policy, flags, rows_named):
     out = _run(
-        "cartpole_readable.py",
-        str(cartpole_policy),
-        "--model",
-        "tiny",
-        "--states",
-        "40",
-        "--layers",
+        "cartpole_readable.py", str(cartpole_policy), "--model", "tiny", "--states", "40", *flags
     )
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[2:]}
-    assert list(rows) == ["0", "1", "2"]  # the embeddings and after each of the 2 layers
+    assert list(rows) == rows_named  # --layers: the embeddings and after each of the 2 layers
     for cells in rows.values():
         values = [float(v) for v in cells if v != "/"]
         assert len(values) == 8 and all(v <= 1.0 for v in values)

@@ -4,7 +4,8 @@ process.
 Every batch is left-padded into one forward pass. The prompt prefix that a batch shares (the
 system prompt) is encoded once, without gradient, and its KV cache kept across calls until the
 weights change (a parameter modified in place, adapters switched, train/eval mode); candidates
-are scored in one more pass that reuses the prompts' KV cache.
+are scored in one more pass that reuses the prompts' KV cache. ``hidden_states`` skips the
+candidates and stops the forward after the deepest layer asked for.
 
 Example:
     >>> import torch
