@@ -118,10 +118,12 @@ def span_params(model: Any, lora_layers: int) -> int:
 def forward_params(model: Any, flat: dict[str, Any]) -> int:
     """Parameters a forward pass runs through: all, or where the head alone reads early hidden
     states, the decoder layers below the deepest one it reads."""
-    layers = model.model.layers
-    wanted = {i % (len(layers) + 1) for i in flat["head_layers"] or [-1]}
-    if flat["action_head"] and not flat["lm_prior"] and len(layers) not in wanted:
-        return sum(p.numel() for block in layers[: max(wanted)] for p in block.parameters())
+    from llmgym.agents.backends.hf import decoder_layers, stop_before
+
+    blocks = decoder_layers(model)
+    stop = stop_before(len(blocks), flat["head_layers"] or [-1]) if blocks is not None else None
+    if flat["action_head"] and not flat["lm_prior"] and stop is not None:
+        return sum(p.numel() for block in blocks[:stop] for p in block.parameters())
     return sum(p.numel() for p in model.parameters())
 
 

@@ -523,9 +523,11 @@ class LLMPolicy:
         rows = [self._memo[k] for k in keys]
         return torch.stack([h for h, _ in rows]), [s for _, s in rows]
 
-    def _forward_features(self, prompts, candidates, actions, shared, backend=None, hidden=None):
+    def _forward_features(
+        self, prompts, candidates, actions, shared, backend=None, with_hidden=None
+    ):
         """(hidden states [B, H], LM scores) by one pass of ``backend`` (the acting one by
-        default; hidden states where asked for, by default where there is a head). A head
+        default; hidden states ``with_hidden``, by default where there is a head). A head
         without the LM prior needs no LM scores (zeros stand in): only its hidden states are
         computed, through no more layers than they need."""
         backend = backend or self.backend
@@ -535,7 +537,7 @@ class LLMPolicy:
         hidden, token_logprobs = backend.score(
             prompts,
             candidates,
-            hidden=self.head is not None if hidden is None else hidden,
+            hidden=self.head is not None if with_hidden is None else with_hidden,
             shared=shared,
             layers=self.layers,
         )
@@ -649,7 +651,7 @@ class LLMPolicy:
             hidden, lm = self._score_features(prompts, candidates, actions, shared=shared_prefix)
         else:
             hidden, lm = self._forward_features(
-                prompts, candidates, actions, shared_prefix, self.update_backend, hidden=True
+                prompts, candidates, actions, shared_prefix, self.update_backend, with_hidden=True
             )
         scores = self._candidate_scores(hidden, lm, actions)
         logprob, entropy = [], []

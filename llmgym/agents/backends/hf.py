@@ -78,12 +78,12 @@ class TransformersBackend:
         if shared:
             with torch.no_grad():  # the prefix's KV as in score, by the whole model
                 self._shared_prefix(prompts)
-        blocks = _decoder_layers(self.model)
-        depth = len(blocks) if blocks is not None else 0
-        wanted = {i % (depth + 1) for i in layers}
-        if blocks is None or depth in wanted:  # the last (normed) state needs the whole model
+        blocks = decoder_layers(self.model)
+        deepest = stop_before(len(blocks), layers) if blocks is not None else None
+        if deepest is None:
             return self._encode_prompts(prompts, shared=shared, layers=tuple(layers))[3]
-        deepest = max(wanted)
+        depth = len(blocks)
+        wanted = {i % (depth + 1) for i in layers}
         captured: dict[int, torch.Tensor] = {}
 
         def capture(index: int) -> Callable[..., None]:
@@ -297,13 +297,26 @@ class _DeepEnough(Exception):
     """Stops a forward pass once ``hidden_states`` has what it asked for."""
 
 
-def _decoder_layers(model: Any) -> torch.nn.ModuleList | None:
+def decoder_layers(model: Any) -> torch.nn.ModuleList | None:
     """The decoder layers of a Llama-style model (``model.model.layers``; also under peft),
     or None where they are not found there."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     blocks = getattr(getattr(base, "model", None), "layers", None)
     count = getattr(base.config, "num_hidden_layers", None)
     return blocks if isinstance(blocks, torch.nn.ModuleList) and len(blocks) == count else None
+
+
+def stop_before(depth: int, layers: Sequence[int]) -> int | None:
+    """The decoder layer a forward that needs only the hidden states ``layers`` (indices into
+    transformers' ``hidden_states`` of a ``depth``-layer model) can stop before, or None where
+    it must run whole (the last, normed, state is asked for).
+
+    Example:
+        >>> stop_before(30, [4, 8]), stop_before(30, [8, -1]), stop_before(30, [-31])
+        (8, None, 0)
+    """
+    wanted = {i % (depth + 1) for i in layers}
+    return None if depth in wanted else max(wanted)
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
