@@ -88,7 +88,8 @@ ALL=(blackjack-ppo-s0 blackjack-ppo-s1 blackjack-ppo-s2 blackjack-grpo-s0 blackj
      cartpole-ppo-s0 cartpole-ppo-anneal-s0 cartpole-ppo-critic-s0
      cartpole-ppo-vnorm-s0 cartpole-ppo-epochs-s0 cartpole-ppo-often-s0 cartpole-ppo-vnorm-s1
      cartpole-ppo-noprior-s0 cartpole-ppo-mirror-noprior-s0 cartpole-ppo-layer8-s0
-     cartpole-ppo-layer8-s1 cartpole-ppo-layer8g-s0 cartpole-ppo-layer8g-s1)
+     cartpole-ppo-layer8-s1 cartpole-ppo-layer8g-s0 cartpole-ppo-layer8g-s1
+     cartpole-ppo-layer8g-s2)
 if [ -n "${SNAPSHOT:-}" ]; then
   for name in "$@"; do snapshot "$name"; done
   exit 0
