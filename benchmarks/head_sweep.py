@@ -59,6 +59,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "grpo-g4-epu8-ent0.02": GRPO_G4 | {"ent_coef": 0.02},
     "grpo-g4-epu8-t1.5": GRPO_G4 | {"temperature": 1.5},
     "grpo-g4-epu8-step": GRPO_G4 | {"group_level": "step"},
+    # Hotter sampling (temperature 1 -> 1.5 -> 2 helped so far), more passes per batch (4 -> 8
+    # helped PPO), a larger entropy bonus.
+    "grpo-g4-epu8-t2.5": GRPO_G4 | {"temperature": 2.5},
+    "grpo-g4-epu8-t3": GRPO_G4 | {"temperature": 3.0},
+    "grpo-g4-epu8-epochs16": GRPO_G4 | {"update_epochs": 16},
+    "grpo-g4-epu8-ent0.1": GRPO_G4 | {"ent_coef": 0.1},
 }
 BASE: dict[str, Any] = {
     "env_id": "Text-Blackjack-v1",
