@@ -8,4 +8,4 @@ LONG_ENVS=$LONG_DISCRETE,Text-Pendulum-v1,Text-MountainCarContinuous-v0
 # Policies trained from scratch by benchmarks/rl_from_scratch.sh (committed weights).
 BJ="llm:smollm2-135m@benchmarks/weights/rl/blackjack-ppo-s0"
 LAKE="llm:smollm2-135m@benchmarks/weights/rl/frozenlake-slippery-ppo-t1g-s0"  # the best slippery policy
-CARTPOLE="llm:smollm2-135m@benchmarks/weights/rl/cartpole-ppo-vnorm-s0"  # the best final CartPole policy
+CARTPOLE="llm:smollm2-135m@benchmarks/weights/rl/cartpole-ppo-layer8g-s0"  # the best final CartPole policy

@@ -46,6 +46,7 @@ AGENTS = [
     "llm:smollm2-135m@benchmarks/weights/rl/frozenlake-slippery-ppo-t1g-s0",
     "llm:smollm2-135m@benchmarks/weights/rl/cartpole-ppo-critic-s0",
     "llm:smollm2-135m@benchmarks/weights/rl/cartpole-ppo-vnorm-s0",
+    "llm:smollm2-135m@benchmarks/weights/rl/cartpole-ppo-layer8g-s0",
 ]
 COMMAND = "bash benchmarks/classic_leaderboard.sh"
 #: Where a training record names no machine: every committed record was made on this project's
