@@ -12,9 +12,11 @@ Same env, same budget, same evaluation for every curve:
 SB3 trains fresh models with the catalog's recipes (``llmgym.agents.sb3.HYPERPARAMS``) for
 the budget below (``learning_curve``), several seeds. LLM curves are read from ``llmgym train``
 runs: a run directory (its ``metrics.csv``), such a CSV, or a result record
-(``benchmarks/results/rl/*.json``, whose curve is the CSV of the same name beside it; without
-one, its start and final values). Writes ``benchmarks/results/sample_efficiency.json`` and
-``.png`` and prints the table of env steps to reach the target.
+(``benchmarks/results/rl/*.json``, whose curve is the CSV of the same name beside it, with
+the checkpoints' evaluations of ``NAME.checkpoints.csv`` where ``benchmarks/checkpoint_curve.py``
+made one; without a CSV, its start and final values). Writes
+``benchmarks/results/sample_efficiency.json`` and ``.png`` and prints the table of env steps to
+reach the target.
 
     python benchmarks/sample_efficiency.py --sb3-only                      # ~4 min, 2-core CPU
     python benchmarks/sample_efficiency.py --sb3-from benchmarks/results/sample_efficiency.json \\
@@ -181,20 +183,23 @@ def _num(text: str | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def read_metrics_csv(path: Path) -> tuple[list[int], list[float]]:
-    """(env_steps, value) of every periodic and final evaluation in a run's metrics.csv."""
+def read_metrics_csv(*paths: Path) -> tuple[list[int], list[float]]:
+    """(env_steps, value) of every periodic and final evaluation in a run's metrics.csv (or in
+    ``checkpoint_curve.py``'s CSV); at a step evaluated twice, the later file wins and, within a
+    file, the final evaluation."""
     points: dict[int, float] = {}
-    with path.open(newline="") as f:
-        for row in csv.DictReader(f):
-            step = _num(row.get("env_steps"))
-            if step is None:
-                continue
-            for key in ("eval/mean_return", "final_eval/mean_return"):
-                value = _num(row.get(key))
-                if value is not None:
-                    points[int(step)] = value  # the final evaluation wins at its step
+    for path in paths:
+        with path.open(newline="") as f:
+            for row in csv.DictReader(f):
+                step = _num(row.get("env_steps"))
+                if step is None:
+                    continue
+                for key in ("eval/mean_return", "final_eval/mean_return"):
+                    value = _num(row.get(key))
+                    if value is not None:
+                        points[int(step)] = value
     if not points:
-        raise ValueError(f"{path} has no evaluation rows (eval/mean_return).")
+        raise ValueError(f"{paths[-1]} has no evaluation rows (eval/mean_return).")
     steps = sorted(points)
     return steps, [points[s] for s in steps]
 
@@ -205,6 +210,7 @@ def read_llm_curve(env_id: str, source: str) -> Curve:
     meta: dict[str, Any] = {}
     record: dict[str, Any] = {}
     csv_path: Path | None = None
+    checkpoint_csv: Path | None = None
     if path.is_dir():
         csv_path = path / "metrics.csv"
         run = path / "run.json"  # written by `llmgym train`: the TrainConfig and the algo
@@ -219,6 +225,8 @@ def read_llm_curve(env_id: str, source: str) -> Curve:
         meta = {k: v for k, v in record.items() if k != "eval_episodes"}
         beside = path.with_suffix(".csv")
         csv_path = beside if beside.is_file() else None
+        after = path.with_suffix(".checkpoints.csv")  # benchmarks/checkpoint_curve.py's
+        checkpoint_csv = after if after.is_file() else None
     elif path.suffix == ".csv":
         csv_path = path
     else:
@@ -226,7 +234,7 @@ def read_llm_curve(env_id: str, source: str) -> Curve:
     if meta.get("env_id") not in (None, env_id):
         raise ValueError(f"{source} is a run on {meta['env_id']}, not {env_id}.")
     if csv_path is not None:
-        steps, values = read_metrics_csv(csv_path)
+        steps, values = read_metrics_csv(*[p for p in (checkpoint_csv, csv_path) if p])
     elif "start_value" in record and "eval_value" in record:
         steps, values = [0, int(record["env_steps"])], [record["start_value"], record["eval_value"]]
     else:

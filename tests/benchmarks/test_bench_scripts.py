@@ -201,8 +201,51 @@ def cartpole_policy(tmp_path_factory) -> Path:
     args += ["--output", str(tmp_path / "run"), "--policy-out", str(policy)]
     args += ["--eval-episodes", "2", "--final-eval-episodes", "2"]
     args += ["--set", "train_backbone=false", "--set", "eval_every=0"]
+    args += ["--episodes-per-update", "2", "--set", "checkpoint_every=1"]
     assert CliRunner().invoke(app, args).exit_code == 0
     return policy
+
+
+def test_checkpoint_curve_evaluates_each_checkpoint_once(cartpole_policy, tmp_path):
+    run = cartpole_policy.parent / "run"
+    out = tmp_path / "curve.csv"
+    args = [str(run), "--output", str(out), "--episodes", "2", "--model", "tiny"]
+    _run("checkpoint_curve.py", *args)
+    with out.open() as f:
+        rows = list(csv.DictReader(f))
+    states = sorted((run / "checkpoints").glob("iter_*/trainer_state.json"))
+    assert len(rows) == len(states) >= 2
+    assert [int(r["env_steps"]) for r in rows] == sorted(
+        json.loads(s.read_text())["env_steps"] for s in states
+    )
+    assert all(1.0 <= float(r["eval/mean_return"]) <= 500.0 for r in rows)
+    # The last checkpoint is the final policy: the same value as the trainer's final evaluation.
+    with (run / "metrics.csv").open() as f:
+        final = [r["final_eval/mean_return"] for r in csv.DictReader(f)][-1]
+    assert float(rows[-1]["eval/mean_return"]) == pytest.approx(float(final))
+    _run("checkpoint_curve.py", *args)  # resumes: nothing left to evaluate
+    assert len(out.read_text().splitlines()) == len(rows) + 1
+
+
+def test_sample_efficiency_draws_a_records_checkpoint_curve(tmp_path, monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("se", BENCH / "sample_efficiency.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "se", module)  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    record = {"env_id": "Text-CartPole-v1", "algo": "ppo", "eval_method": "sampled"}
+    (tmp_path / "r.json").write_text(json.dumps(record))
+    (tmp_path / "r.csv").write_text(
+        "env_steps,eval/mean_return,final_eval/mean_return\n0,9.5,\n300,,120.0\n"
+    )
+    (tmp_path / "r.checkpoints.csv").write_text(
+        "env_steps,eval/mean_return,eval/ci95,checkpoint\n100,30.0,4.0,iter_000001\n"
+        "300,119.0,9.0,iter_000002\n"
+    )
+    curve = module.read_llm_curve("Text-CartPole-v1", str(tmp_path / "r.json"))
+    assert curve.env_steps == [0, 100, 300]
+    assert curve.values == [9.5, 30.0, 120.0]  # the training record's own evaluation wins
 
 
 def test_cartpole_failures_says_how_each_episode_ended_and_what_the_head_reads(cartpole_policy):
