@@ -50,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", help="the model the run trained (default: its run.json's)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
+    if args.episodes < 1 or args.threads < 1:
+        sys.exit("--episodes and --threads must be at least 1.")
     run_json = args.run_dir / "run.json"
     if not run_json.is_file():
         sys.exit(f"{args.run_dir} is not a training run (no run.json in it).")
