@@ -65,6 +65,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "grpo-g4-epu8-t3": GRPO_G4 | {"temperature": 3.0},
     "grpo-g4-epu8-epochs16": GRPO_G4 | {"update_epochs": 16},
     "grpo-g4-epu8-ent0.1": GRPO_G4 | {"ent_coef": 0.1},
+    # Unscaled advantages (Dr. GRPO; worse at 8 x 5), a tighter ratio clip, a rate between.
+    "grpo-g4-epu8-noscale": GRPO_G4 | {"scale_rewards": False},
+    "grpo-g4-epu8-clip0.1": GRPO_G4 | {"clip_coef": 0.1},
+    "grpo-g4-epu8-head0.45": GRPO_G4 | {"head_lr": 0.45},
 }
 BASE: dict[str, Any] = {
     "env_id": "Text-Blackjack-v1",
