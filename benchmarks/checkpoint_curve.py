@@ -21,7 +21,6 @@ import sys
 from pathlib import Path
 
 FIELDS = ["env_steps", "eval/mean_return", "eval/ci95", "checkpoint"]
-EVAL_SEED_BASE = 1_000_000  # the trainer's and benchmarks/sample_efficiency.py's
 
 
 def checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
@@ -61,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     found = checkpoints(args.run_dir)
     if not found:
         sys.exit(f"{args.run_dir} has no checkpoints (checkpoints/iter_*/trainer_state.json).")
-    todo = [(steps, path) for steps, path in found if steps not in done_steps(args.output)]
+    done = done_steps(args.output)
+    todo = [(steps, path) for steps, path in found if steps not in done]
 
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     import torch
@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from llmgym.agents.evaluate import evaluate
     from llmgym.agents.registry import make_agent
+    from llmgym.agents.trainers.base import EVAL_SEED_BASE  # the trainer's evaluation seeds
 
     torch.set_num_threads(args.threads)
     new_file = not args.output.is_file()

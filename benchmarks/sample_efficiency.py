@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import Any
 
 import llmgym  # noqa: F401  (registers the Text-* envs)
+from llmgym.agents.trainers.base import EVAL_SEED_BASE  # the trainer's evaluation seeds
 
 RESULTS = Path(__file__).parent / "results" / "sample_efficiency.json"
-EVAL_SEED_BASE = 1_000_000
 ALGOS = ("ppo", "dqn")
 
 
