@@ -56,7 +56,7 @@ $(VLLM_STAMP):
 # (the adapter hot-loaded after each update), against a vLLM server started (and always
 # stopped) by benchmarks/with_vllm_server.sh (~5 min on 2 cores, after the one-time install).
 test-vllm: $(STAMP) $(VLLM_STAMP)
-	benchmarks/with_vllm_server.sh $(PY) -m pytest -s -p no:cacheprovider tests/agents/test_vllm_parity.py
+	benchmarks/with_vllm_server.sh $(PY) -m pytest -s -p no:cacheprovider tests/policy/test_vllm_parity.py
 
 # The in-process form (vllm.LLM, vllm_url="inprocess") against transformers: reference numbers
 # from .venv, then the check in .venv-vllm with llmgym from this source tree (PYTHONPATH; its

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from llmgym.agents.evaluate import evaluate
     from llmgym.agents.registry import make_agent
-    from llmgym.agents.trainers.base import EVAL_SEED_BASE  # the trainer's evaluation seeds
+    from llmgym.rl.trainer import EVAL_SEED_BASE  # the trainer's evaluation seeds
 
     torch.set_num_threads(args.threads)
     new_file = not args.output.is_file()

@@ -90,8 +90,8 @@ BASE: dict[str, Any] = {
 
 def run(loaded: Any, memo: dict, variant: str, seed: int, model: str, episodes: int) -> float:
     """The exact greedy value of one run of ``variant`` with training seed ``seed``."""
-    from llmgym.agents.trainers import config_class, make_trainer
-    from llmgym.agents.trainers.config import is_key
+    from llmgym.rl import config_class, make_trainer
+    from llmgym.rl.config import is_key
 
     with tempfile.TemporaryDirectory() as out:
         config = BASE | VARIANTS[variant]
@@ -140,7 +140,7 @@ def main() -> None:
         sys.exit(f"Unknown variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}.")
     seeds = [int(s) for s in args.seeds.split(",")]
 
-    from llmgym.agents.trainers.base import load_model_for
+    from llmgym.rl.trainer import load_model_for
 
     loaded, memo = load_model_for(args.model, "cpu"), {}
     results: dict[str, dict[str, float]] = {}

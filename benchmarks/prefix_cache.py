@@ -12,9 +12,9 @@ import time
 
 import torch
 
-from llmgym.agents.models import load_model
-from llmgym.agents.policy import LLMPolicy, PolicyConfig
-from llmgym.agents.testing import text_observations
+from llmgym.policy import LLMPolicy, PolicyConfig
+from llmgym.policy.models import load_model
+from llmgym.policy.testing import text_observations
 
 
 def main(threads: int = 1, num_envs: int = 16, calls: int = 3) -> dict:

@@ -4,12 +4,12 @@ PPO/DQN on Blackjack, FrozenLake (is_slippery=False) and CartPole, and env steps
 Same env, same budget, same evaluation for every curve:
 
 * Blackjack, FrozenLake: the greedy policy's exact expected return from the transition model
-  (``llmgym.agents.exact.exact_value``); the SB3 policy answers each state's text observation
+  (``llmgym.evaluation.exact.exact_value``); the SB3 policy answers each state's text observation
   from ``info["raw_obs"]``, deterministically.
 * CartPole: greedy mean return over 20 fixed episodes, seeds ``1_000_000 + i`` (the text env,
   SB3 mapping ``raw_obs`` to an action).
 
-SB3 trains fresh models with the catalog's recipes (``llmgym.agents.sb3.HYPERPARAMS``) for
+SB3 trains fresh models with the catalog's recipes (``llmgym.baselines.sb3.HYPERPARAMS``) for
 the budget below (``learning_curve``), several seeds. LLM curves are read from ``llmgym train``
 runs: a run directory (its ``metrics.csv``), such a CSV, or a result record
 (``benchmarks/results/rl/*.json``, whose curve is the CSV of the same name beside it, with
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import llmgym  # noqa: F401  (registers the Text-* envs)
-from llmgym.agents.trainers.base import EVAL_SEED_BASE  # the trainer's evaluation seeds
+from llmgym.rl.trainer import EVAL_SEED_BASE  # the trainer's evaluation seeds
 
 RESULTS = Path(__file__).parent / "results" / "sample_efficiency.json"
 ALGOS = ("ppo", "dqn")
@@ -112,7 +112,7 @@ class Curve:
 def make_eval_fn(env_id: str, setting: Setting):
     """``eval_fn(agent) -> value`` for a text agent, as the LLM trainer evaluates."""
     if setting.exact:
-        from llmgym.agents.exact import agent_act, exact_value
+        from llmgym.evaluation.exact import agent_act, exact_value
 
         return lambda agent: exact_value(env_id, agent_act(agent), setting.env_kwargs).value
 
@@ -138,7 +138,7 @@ def sb3_curves(
     envs: list[str], settings: dict[str, Setting], algos: list[str], seeds: list[int]
 ) -> list[Curve]:
     """Train fresh SB3 models and evaluate them along the way."""
-    from llmgym.agents.sb3 import config_for, learning_curve
+    from llmgym.baselines.sb3 import config_for, learning_curve
 
     curves = []
     for env_id in envs:
@@ -215,7 +215,7 @@ def read_llm_curve(env_id: str, source: str) -> Curve:
         csv_path = path / "metrics.csv"
         run = path / "run.json"  # written by `llmgym train`: the TrainConfig and the algo
         if run.is_file():
-            from llmgym.agents.trainers.config import flat_view
+            from llmgym.rl.config import flat_view
 
             info = json.loads(run.read_text())
             meta = {**flat_view(info.get("config", {})), "algo": info.get("algo")}
@@ -399,7 +399,7 @@ def main() -> None:
         f"{args.threads} torch thread(s), no GPU",
         "settings": {k: asdict(settings[k]) for k in args.envs},
         "evaluation": {
-            "exact": "greedy policy's exact expected return (llmgym.agents.exact.exact_value)",
+            "exact": "greedy policy's exact expected return (llmgym.evaluation.exact.exact_value)",
             "sampled": "greedy mean return over eval_episodes episodes, seeds 1_000_000 + i",
         },
         "sb3_seeds": args.seeds,

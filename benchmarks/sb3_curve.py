@@ -64,8 +64,8 @@ def main() -> None:
     import torch
 
     import llmgym  # noqa: F401
-    from llmgym.agents import sb3
-    from llmgym.agents.exact import agent_act, exact_value, supports_exact
+    from llmgym.baselines import sb3
+    from llmgym.evaluation.exact import agent_act, exact_value, supports_exact
 
     torch.set_num_threads(1)
     text_id = args.env_id if args.env_id.startswith("Text-") else f"Text-{args.env_id}"

@@ -120,7 +120,7 @@ def run_sequential(model, tokenizer, steps: int) -> dict:
 def run_batched(model, tokenizer, mode: str, steps: int, num_envs: int, **backend) -> dict:
     """(b)/(c): LLMPolicy over ``num_envs`` envs, one call per step (``backend``: the
     PolicyConfig fields that act through a vLLM server)."""
-    from llmgym.agents.policy import LLMPolicy, PolicyConfig
+    from llmgym.policy import LLMPolicy, PolicyConfig
 
     envs = Envs(num_envs)
     policy = LLMPolicy(model, tokenizer, PolicyConfig(mode=mode, seed=0, **backend))
@@ -145,7 +145,7 @@ def phase(name: str, args: argparse.Namespace) -> dict:
     """Run one way of acting in this process and return its measurements."""
     import torch
 
-    from llmgym.agents.models import load_model, load_tokenizer
+    from llmgym.policy.models import load_model, load_tokenizer
 
     torch.set_num_threads(args.threads)
     if name.startswith("vllm-"):

@@ -33,7 +33,7 @@ done
 import json
 from pathlib import Path
 
-from llmgym.agents.sb3 import model_path
+from llmgym.baselines.sb3 import model_path
 
 records_path = Path("benchmarks/results/classic/sb3_models.json")
 records = json.loads(records_path.read_text())

@@ -118,7 +118,7 @@ def span_params(model: Any, lora_layers: int) -> int:
 def forward_params(model: Any, flat: dict[str, Any]) -> int:
     """Parameters a forward pass runs through: all, or where the head alone reads early hidden
     states, the decoder layers below the deepest one it reads."""
-    from llmgym.agents.backends.hf import decoder_layers, stop_before
+    from llmgym.policy.backends.hf import decoder_layers, stop_before
 
     blocks = decoder_layers(model)
     stop = stop_before(len(blocks), flat["head_layers"] or [-1]) if blocks is not None else None
@@ -131,8 +131,8 @@ def phase(env_id: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
     """Build the trainer, run ``args.iterations`` iterations, return the measurements."""
     import torch
 
-    from llmgym.agents.trainers import make_trainer
-    from llmgym.agents.trainers.config import flat_view
+    from llmgym.rl import make_trainer
+    from llmgym.rl.config import flat_view
 
     torch.set_num_threads(args.threads)
     episodes = args.episodes or EPISODES[env_id]

@@ -26,14 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
-#: Same tolerance as tests/agents/test_vllm_parity.py (nats per token; 2x on log pi).
+#: Same tolerance as tests/policy/test_vllm_parity.py (nats per token; 2x on log pi).
 TOLERANCE = 5e-4
 ENVS = ("Text-Blackjack-v1", "Text-CartPole-v1")
 GENERATE = dict(mode="generate", greedy=True, prefill=False, max_new_tokens=24)
 
 
 def _observations(env_id: str):
-    from llmgym.agents.testing import text_observations
+    from llmgym.policy.testing import text_observations
 
     return text_observations(env_id, 4, seed=7)
 
@@ -41,11 +41,11 @@ def _observations(env_id: str):
 def reference(out: Path) -> None:
     import torch
 
-    from llmgym.agents.export import export_run
-    from llmgym.agents.models import load_model
-    from llmgym.agents.policy import LLMPolicy, PolicyConfig
-    from llmgym.agents.testing import randomize_lora
-    from llmgym.agents.trainers import make_trainer
+    from llmgym.policy import LLMPolicy, PolicyConfig
+    from llmgym.policy.models import load_model
+    from llmgym.policy.testing import randomize_lora
+    from llmgym.rl import make_trainer
+    from llmgym.rl.export import export_run
 
     out.mkdir(parents=True, exist_ok=True)
     model, tokenizer = load_model("smollm2-135m", device="cpu")
@@ -101,9 +101,9 @@ def reference(out: Path) -> None:
 
 
 def check(out: Path) -> int:
-    from llmgym.agents.backends.vllm_inprocess import VLLMInProcess
-    from llmgym.agents.models import load_tokenizer
-    from llmgym.agents.policy import LLMPolicy, PolicyConfig
+    from llmgym.policy import LLMPolicy, PolicyConfig
+    from llmgym.policy.backends.vllm_inprocess import VLLMInProcess
+    from llmgym.policy.models import load_tokenizer
 
     ref = json.loads((out / "reference.json").read_text())
     tokenizer = load_tokenizer("smollm2-135m")

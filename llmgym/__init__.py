@@ -23,7 +23,7 @@ register_envs()
 def __getattr__(name: str) -> Any:
     """``llmgym.Agent`` is imported on first use: ``import llmgym`` stays free of torch."""
     if name == "Agent":
-        from llmgym.agents.agent import Agent
+        from llmgym.integrations.llamagym import Agent
 
         return Agent
     raise AttributeError(f"module 'llmgym' has no attribute {name!r}")

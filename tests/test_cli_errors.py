@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from llmgym.cli import app
 
-sys.path.insert(0, str(Path(__file__).parent / "agents"))
+sys.path.insert(0, str(Path(__file__).parent / "support"))
 from bandit import register  # noqa: E402
 
 BANDIT = register("a")
@@ -156,15 +156,15 @@ def test_bad_input_is_one_sentence_and_exit_2(row, tmp_path, monkeypatch):
 
 
 def test_set_null_is_accepted_where_the_field_may_be_none():
-    from llmgym.agents.trainers.ppo import PPOConfig
     from llmgym.cli.checks import check_overrides
+    from llmgym.rl.ppo import PPOConfig
 
     check_overrides(PPOConfig, {"target_kl": None, "eval.every": 5})
 
 
 def test_a_corrupt_sb3_cache_says_error_once(tmp_path, monkeypatch):
     pytest.importorskip("stable_baselines3")
-    from llmgym.agents import sb3
+    from llmgym.baselines import sb3
 
     monkeypatch.setenv("LLMGYM_CACHE", str(tmp_path))
     path = sb3.model_path("Blackjack-v1", "ppo")

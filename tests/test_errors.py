@@ -17,19 +17,19 @@ def _one_sentence(message: str) -> bool:
 
 
 def _policy_config() -> None:
-    from llmgym.agents.policy import PolicyConfig
+    from llmgym.policy import PolicyConfig
 
     PolicyConfig(mode="guess")
 
 
 def _algorithm() -> None:
-    from llmgym.agents.trainers import config_class
+    from llmgym.rl import config_class
 
     config_class("dqn")
 
 
 def _device() -> None:
-    from llmgym.agents.models import resolve_device
+    from llmgym.policy.models import resolve_device
 
     resolve_device("tpu")
 
@@ -55,8 +55,8 @@ def test_user_input_errors_are_one_sentence_config_errors(cause: Callable[[], No
 
 
 def test_every_error_class_lives_in_llmgym_errors() -> None:
-    from llmgym.agents.backends.vllm import VLLMError
     from llmgym.bench.ray_runner import RayBenchError
+    from llmgym.policy.backends.vllm import VLLMError
 
     assert VLLMError is errors.VLLMError and RayBenchError is errors.RayBenchError
     for name in errors.__all__:

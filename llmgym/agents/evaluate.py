@@ -5,7 +5,7 @@ same episodes. Reports the mean return with a 95 % confidence interval (normal
 approximation, 1.96 standard errors), the parse rate (share of answers the env parsed
 without falling back) and env-steps per second (wall clock, model time included).
 ``exact=True`` computes the greedy policy's expected return from the transition model instead
-(``llmgym.agents.exact``; Blackjack, FrozenLake, Taxi, CliffWalking), with a CI of 0.
+(``llmgym.evaluation.exact``; Blackjack, FrozenLake, Taxi, CliffWalking), with a CI of 0.
 
 Example:
     >>> result = evaluate("Text-Blackjack-v1", "random", episodes=20, num_envs=4, progress=False)
@@ -26,10 +26,10 @@ import numpy as np
 from rich.progress import Progress
 
 from llmgym.agents.registry import make_agent
-from llmgym.agents.returns import finite_returns, mean_ci95
-from llmgym.agents.text_agent import TextAgent
+from llmgym.baselines.base import TextAgent
 from llmgym.envs.registration import make_eval_env
 from llmgym.errors import ConfigError
+from llmgym.evaluation.stats import finite_returns, mean_ci95
 from llmgym.rollout import Episode, play
 
 MODES = ("score", "generate")
@@ -146,7 +146,7 @@ def evaluate_exact(
     env_kwargs: dict[str, Any] | None = None,
     **agent_options: Any,
 ) -> dict[str, Any]:
-    """The exact expected return of ``agent``'s greedy policy (``llmgym.agents.exact``) as
+    """The exact expected return of ``agent``'s greedy policy (``llmgym.evaluation.exact``) as
     ``evaluate``'s summary dict, with ``exact: True``, ``ci95: 0`` and no episodes.
 
     Example:
@@ -154,7 +154,7 @@ def evaluate_exact(
         >>> r["mean_return"], r["ci95"], r["states"], r["horizon"]
         (1.0, 0.0, 11, 100)
     """
-    from llmgym.agents.exact import agent_act, exact_unsupported_reason, exact_value
+    from llmgym.evaluation.exact import agent_act, exact_unsupported_reason, exact_value
 
     reason = exact_unsupported_reason(env_id, env_kwargs)
     if reason is not None:

@@ -1,7 +1,7 @@
 """Agent names for ``llmgym eval`` (and benchmarks): ``make_agent("llm:smollm2-135m", env_id)``.
 
 A name is ``kind`` or ``kind:argument``. Built in: ``random`` (seeded), ``optimal`` (exact or
-heuristic, see ``llmgym.agents.baselines``), ``sb3-ppo``/``sb3-dqn``/``sb3-a2c`` (trained on the
+heuristic, see ``llmgym.baselines.agents``), ``sb3-ppo``/``sb3-dqn``/``sb3-a2c`` (trained on the
 base env and cached) and ``llm[:MODEL[@CHECKPOINT]]`` (MODEL is anything ``load_model`` takes,
 default ``smollm2-135m``; CHECKPOINT a ``llmgym train`` run directory or checkpoint). Add a
 kind with ``register_agent``: a factory ``(argument, env_id, **options) ->
@@ -26,7 +26,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from llmgym.agents.text_agent import TextAgent
+from llmgym.baselines.base import TextAgent
 from llmgym.errors import AgentError, TrainingError
 
 AgentFactory = Callable[..., TextAgent]
@@ -103,7 +103,7 @@ def _baseline(kind: str) -> AgentFactory:
     ) -> TextAgent:
         """``env_kwargs`` (``gym.make`` options of the text env) minus the text wrappers' own
         go to the base env the baseline plans or trains on."""
-        from llmgym.agents.baselines import make_baseline
+        from llmgym.baselines.agents import make_baseline
         from llmgym.envs.registration import WRAPPER_KWARGS
 
         base_kwargs = {k: v for k, v in (env_kwargs or {}).items() if k not in WRAPPER_KWARGS}
@@ -124,8 +124,8 @@ def _llm(
 ) -> LLMAgent:
     """``llm:MODEL[@CHECKPOINT][,key=value...]``: the options after commas override ``config``
     (``llm:smollm2-135m,mode=generate,temperature=0.7``)."""
-    from llmgym.agents.models import DEFAULT_MODEL, load_model, load_tokenizer
-    from llmgym.agents.policy import LLMPolicy, PolicyConfig
+    from llmgym.policy import LLMPolicy, PolicyConfig
+    from llmgym.policy.models import DEFAULT_MODEL, load_model, load_tokenizer
 
     model_ref, *pairs = (argument or DEFAULT_MODEL).split(",")
     for pair in pairs:
@@ -151,7 +151,7 @@ def _llm(
         tokenizer = load_tokenizer(model_name or DEFAULT_MODEL)
         return LLMAgent(LLMPolicy(None, tokenizer, policy_config), name=f"llm:{argument}")
     if checkpoint:  # the run's own config names the base model
-        from llmgym.agents.trainers import load_trained_policy
+        from llmgym.rl import load_trained_policy
 
         try:
             policy = load_trained_policy(checkpoint, device=device, policy_config=policy_config)

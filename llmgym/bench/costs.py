@@ -72,7 +72,7 @@ def _sb3_cost(algo: str, base_id: str, output: Path) -> TrainingCost | None:
     if not isinstance(records, list):
         records = []
     if not any(r.get("env_id") == base_id and r.get("algo") == algo for r in records):
-        from llmgym.agents.sb3 import model_path
+        from llmgym.baselines.sb3 import model_path
         from llmgym.errors import AgentError
 
         try:

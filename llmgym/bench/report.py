@@ -3,7 +3,7 @@ rate, env-steps/s and the agent's training env steps, as markdown and as two PNG
 (normalized score per env; normalized score against training env steps).
 
 Where the env allows it, ``exact`` is the exact expected return of the agent's greedy policy
-(``exact.jsonl``, from ``llmgym.agents.exact``), next to the sampled mean.
+(``exact.jsonl``, from ``llmgym.evaluation.exact``), next to the sampled mean.
 
 Normalized score = (mean - random) / (best reference - random), per env: ``random`` is the
 mean of the ``random`` agent on the same seeds, ``best reference`` the best mean among the

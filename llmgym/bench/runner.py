@@ -11,7 +11,7 @@ seeded per episode (``seed_episodes``, see ``seed_rows``), so an episode's row d
 on which episodes share its batch: any split of the seeds gives the same rows (a sampling LLM
 agent restarts its sampler per batch: the same batches give the same rows). LLM agents act
 greedily (the leaderboard compares greedy policies; ``llm:NAME,greedy=false`` samples).
-Where the env has a known transition model (``llmgym.agents.exact``) each cell also gets the
+Where the env has a known transition model (``llmgym.evaluation.exact``) each cell also gets the
 exact expected return of the agent's greedy policy, once, in ``<output>/exact.jsonl`` (not for
 the random agent, which has no deterministic policy).
 
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from llmgym.agents.registry import check_agent_name, make_agent
-from llmgym.agents.text_agent import TextAgent
+from llmgym.baselines.base import TextAgent
 from llmgym.bench.suites import episodes_for
 from llmgym.envs.registration import make_eval_env
 from llmgym.errors import AgentError
@@ -230,7 +230,7 @@ def run_episodes(
 
 def exact_row(env_id: str, agent_name: str, agent: TextAgent) -> dict[str, Any]:
     """The exact expected return of ``agent``'s greedy policy on ``env_id`` as a row."""
-    from llmgym.agents.exact import agent_act, exact_value
+    from llmgym.evaluation.exact import agent_act, exact_value
 
     result = exact_value(env_id, agent_act(agent))
     return {
@@ -246,7 +246,7 @@ def exact_row(env_id: str, agent_name: str, agent: TextAgent) -> dict[str, Any]:
 def wants_exact(env_id: str, agent_name: str, done: set[tuple[str, str]]) -> bool:
     """Whether the cell needs an exact row: the env has a transition model, the agent a
     greedy policy (not ``random``), and ``done`` lacks it."""
-    from llmgym.agents.exact import supports_exact
+    from llmgym.evaluation.exact import supports_exact
 
     return agent_name != "random" and (env_id, agent_name) not in done and supports_exact(env_id)
 

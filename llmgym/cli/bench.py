@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
         try:
             import torch
 
-            from llmgym.agents import sb3
+            from llmgym.baselines import sb3
         except ModuleNotFoundError as err:
             raise _missing(err) from None
         torch.set_num_threads(threads)

@@ -74,7 +74,7 @@ def check_cache() -> None:
 
 def check_overrides(cls: type, overrides: dict[str, Any]) -> None:
     """``--set KEY=VALUE``: known keys (dotted or flat), with values of the default's type."""
-    from llmgym.agents.trainers.config import default_value, is_key, is_optional
+    from llmgym.rl.config import default_value, is_key, is_optional
 
     unknown = sorted(k for k in overrides if not is_key(cls, k))
     if unknown:

@@ -29,7 +29,7 @@ def export(
     """Export a trained run: a PEFT adapter (peft, vLLM load_lora_adapter) or a merged model."""
     check_output_dir(out, "DIR")
     try:
-        from llmgym.agents.export import export_run
+        from llmgym.rl.export import export_run
     except ImportError as error:
         raise fail(
             f"Exporting needs the train extra ({error.name} is missing): "

@@ -95,9 +95,9 @@ def train(
 ) -> None:
     """Train an LLM agent with online RL (LoRA) in a text env; log, checkpoint, evaluate, plot."""
     try:
-        from llmgym.agents.trainers import ALGOS, checkpoints, config_class, trainer_class
-        from llmgym.agents.trainers.base import EVAL_SEED_BASE
-        from llmgym.agents.trainers.logger import machine_description
+        from llmgym.rl import ALGOS, checkpoints, config_class, trainer_class
+        from llmgym.rl.logger import machine_description
+        from llmgym.rl.trainer import EVAL_SEED_BASE
     except ImportError as error:
         raise fail(
             f"Training needs the train extra ({error.name} is missing): "
@@ -223,8 +223,8 @@ def train(
         "baselines_same_seeds": refs,
         "command": command,
     }
-    from llmgym.agents.trainers.checkpoints import log_once
-    from llmgym.agents.trainers.logger import MetricsLogger
+    from llmgym.rl.checkpoints import log_once
+    from llmgym.rl.logger import MetricsLogger
 
     final_row = {
         f"final_eval/{k}": final[k] for k in ("mean_return", "ci95", "success_rate", "parse_rate")
@@ -237,7 +237,7 @@ def train(
     if result_json:
         Path(result_json).parent.mkdir(parents=True, exist_ok=True)
         Path(result_json).write_text(text)
-    from llmgym.agents.trainers.plotting import plot_run
+    from llmgym.rl.plotting import plot_run
 
     refs_plot = {k: v["mean_return"] for k, v in refs.items()}
     png = plot_run(output, references=refs_plot, title=f"{env_id} {algo} {mode} ({model})")
@@ -291,7 +291,7 @@ def _json_safe(value: Any) -> Any:
 
 def _baselines(env_id: str, env_kwargs: dict[str, Any], seeds: Any) -> dict[str, dict]:
     """Random and expert returns on the evaluation seeds, each where the env has one."""
-    from llmgym.agents.trainers.sft import reference_returns
+    from llmgym.rl.sft import reference_returns
 
     out = {}
     for agent in ("random", "expert"):
@@ -308,7 +308,7 @@ def plot(
 ) -> None:
     """Write a learning-curve PNG (return, parse rate, KL, entropy) for a training run."""
     try:
-        from llmgym.agents.trainers.plotting import plot_run
+        from llmgym.rl.plotting import plot_run
     except ImportError as error:
         raise fail(f"Plotting needs matplotlib ({error.name} is missing).") from None
     refs: dict[str, float] = {}

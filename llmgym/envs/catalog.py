@@ -60,7 +60,7 @@ class EnvEntry:
     describer: Describer | None = None
     """The curated describer (None: derived from the spaces, or language-native)."""
     expert: str | None = None
-    """The optimal or heuristic agent: a key of ``llmgym.agents.baselines.EXPERTS``."""
+    """The optimal or heuristic agent: a key of ``llmgym.baselines.agents.EXPERTS``."""
     episodes: int = DEFAULT_EPISODES
     """Bench episodes when ``--episodes`` is not given."""
     suites: tuple[str, ...] = ()

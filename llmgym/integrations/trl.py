@@ -194,7 +194,7 @@ def episode_dataset(
     """
     from datasets import Dataset
 
-    from llmgym.agents.prompts import build_messages
+    from llmgym.policy.prompts import build_messages
 
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     if not seed_list:

@@ -86,7 +86,7 @@ class EpisodeRollout:
     # ----------------------------------------------------------------------------- policy
     def policy(self, model: Any, tokenizer: Any, temperature: float = 1.0) -> Any:
         """The ``LLMPolicy`` acting with ``model`` (kept across calls for the same model)."""
-        from llmgym.agents.policy import LLMPolicy, PolicyConfig
+        from llmgym.policy import LLMPolicy, PolicyConfig
 
         key = (id(model), id(tokenizer), temperature)
         if key != self._policy_key:

@@ -46,7 +46,7 @@ def test_episode_seeds_do_not_depend_on_num_envs():
 
 
 def test_llm_agent_with_the_tiny_model(tiny):
-    from llmgym.agents.policy import LLMPolicy, PolicyConfig
+    from llmgym.policy import LLMPolicy, PolicyConfig
 
     model, tokenizer = tiny
     agent = LLMAgent(LLMPolicy(model, tokenizer, PolicyConfig(mode="score")))
@@ -55,8 +55,8 @@ def test_llm_agent_with_the_tiny_model(tiny):
 
 
 def test_sampled_llm_episodes_repeat_when_their_batches_do(tiny):
-    from llmgym.agents.policy import LLMPolicy, PolicyConfig
     from llmgym.bench.runner import run_episodes
+    from llmgym.policy import LLMPolicy, PolicyConfig
 
     def play(warm_up: bool) -> list[tuple[int, float, int]]:
         model, tokenizer = tiny

@@ -195,10 +195,10 @@ def test_llm_agents_play_greedily_and_score_each_distinct_prompt_once(tmp_path, 
     scores per prompt: FrozenLake's 16 cells cost at most 16 scored prompts however many
     steps the episodes take."""
     pytest.importorskip("torch")
-    from llmgym.agents import models
-    from llmgym.agents.policy import LLMPolicy
-    from llmgym.agents.testing import tiny_model
+    from llmgym.policy import models
     from llmgym.bench.runner import bench_agent
+    from llmgym.policy import LLMPolicy
+    from llmgym.policy.testing import tiny_model
 
     monkeypatch.setattr(models, "load_model", lambda *args, **kwargs: tiny_model(0))
     agent = bench_agent("llm:tiny", "Text-FrozenLake-v1", 0)

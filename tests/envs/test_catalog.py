@@ -7,8 +7,8 @@ import gymnasium as gym
 import pytest
 
 import llmgym
-from llmgym.agents.baselines import EXPERTS, OPTIMAL
-from llmgym.agents.sb3 import ALGOS, HYPERPARAMS
+from llmgym.baselines.agents import EXPERTS, OPTIMAL
+from llmgym.baselines.sb3 import ALGOS, HYPERPARAMS
 from llmgym.bench.report import REFERENCE_RETURNS
 from llmgym.bench.suites import EPISODES, SUITES
 from llmgym.envs.catalog import CATALOG, entry

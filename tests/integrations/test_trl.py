@@ -17,7 +17,6 @@ import llmgym  # noqa: F401
 pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
 
-from llmgym.agents.testing import tiny_model  # noqa: E402
 from llmgym.integrations.trl import (  # noqa: E402
     SEED_KEY,
     environment_factory,
@@ -25,6 +24,7 @@ from llmgym.integrations.trl import (  # noqa: E402
     episode_return,
     rollout_func,
 )
+from llmgym.policy.testing import tiny_model  # noqa: E402
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 ENV_ID = "Text-Blackjack-v1"

@@ -1,0 +1,347 @@
+"""The default backend: a transformers causal LM (plain, or a peft ``PeftModel``) in this
+process.
+
+Every batch is left-padded into one forward pass. The prompt prefix that a batch shares (the
+system prompt) is encoded once, without gradient, and its KV cache kept across calls until the
+weights change (a parameter modified in place, adapters switched, train/eval mode); candidates
+are scored in one more pass that reuses the prompts' KV cache. ``hidden_states`` skips the
+candidates and stops the forward after the deepest layer asked for.
+
+Example:
+    >>> import torch
+    >>> from llmgym.policy.testing import tiny_model
+    >>> model, tokenizer = tiny_model()
+    >>> backend = TransformersBackend(model, tokenizer.pad_token_id, "cpu")
+    >>> hidden, logprobs = backend.score([[5, 6, 7]], [[[8], [9, 10]]], hidden=True, shared=False)
+    >>> tuple(hidden.shape), [len(t) for t in logprobs[0]]
+    ((1, 64), [1, 2])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from transformers import DynamicCache
+
+from llmgym.policy.backends import Sampling
+
+MIN_SHARED_PREFIX = 8  # shorter shared prefixes are not worth a separate forward pass
+STATS = ("prompt_tokens", "cached_tokens", "generated_tokens", "decode_tokens")
+
+
+class TransformersBackend:
+    """Runs ``model`` on ``device``; ``prefix_cache`` keeps the shared prompt prefix's KV.
+    ``on_new_weights`` (if set) is called when the weights are seen to have changed."""
+
+    def __init__(self, model: Any, pad_token_id: int, device: Any, prefix_cache: bool = True):
+        self.model = model
+        self.pad_token_id = pad_token_id
+        self.device = torch.device(device)
+        self.prefix_cache = prefix_cache
+        self.on_new_weights: Callable[[], None] | None = None
+        self._prefix_ids: list[int] = []
+        self._prefix_kv: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._prefix_key: tuple[Any, ...] | None = None
+        #: Prompt tokens run through the model, prompt tokens served from the prefix cache,
+        #: generated tokens kept, decode positions computed (batch x steps).
+        self.stats = dict.fromkeys(STATS, 0)
+
+    # ---- the interface -------------------------------------------------------------------
+
+    def score(
+        self,
+        prompts: Sequence[list[int]],
+        candidates: Sequence[list[list[int]]],
+        *,
+        hidden: bool,
+        shared: bool,
+        layers: Sequence[int] = (-1,),
+    ) -> tuple[torch.Tensor | None, list[list[torch.Tensor]]]:
+        prompts = list(prompts)
+        if shared:
+            with torch.no_grad():  # the prefix's KV as constants under the current weights
+                self._shared_prefix(prompts)
+        last_logits, cache, mask, last_hidden = self._encode_prompts(
+            prompts, shared=shared, layers=tuple(layers) if hidden else ()
+        )
+        return last_hidden, self._candidate_logprobs(last_logits, cache, mask, list(candidates))
+
+    def hidden_states(
+        self, prompts: Sequence[list[int]], *, shared: bool, layers: Sequence[int] = (-1,)
+    ) -> torch.Tensor:
+        """``score``'s hidden states without the candidates: the model runs only as deep as
+        ``layers`` need (``layers=(4,)``: the first 4 decoder layers), where its decoder layers
+        can be found (else the whole model)."""
+        prompts = list(prompts)
+        if shared:
+            with torch.no_grad():  # the prefix's KV as in score, by the whole model
+                self._shared_prefix(prompts)
+        blocks = decoder_layers(self.model)
+        deepest = stop_before(len(blocks), layers) if blocks is not None else None
+        if deepest is None:
+            return self._encode_prompts(prompts, shared=shared, layers=tuple(layers))[3]
+        depth = len(blocks)
+        wanted = {i % (depth + 1) for i in layers}
+        captured: dict[int, torch.Tensor] = {}
+
+        def capture(index: int) -> Callable[..., None]:
+            def hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+                state = args[0] if args else kwargs["hidden_states"]  # the input of layer index
+                captured[index] = state[:, -1]
+                if index == deepest:
+                    raise _DeepEnough
+
+            return hook
+
+        hooks = [blocks[i].register_forward_pre_hook(capture(i), with_kwargs=True) for i in wanted]
+        try:
+            self._encode_prompts(prompts, shared=shared)
+        except _DeepEnough:
+            pass
+        finally:
+            for hook in hooks:
+                hook.remove()
+        return torch.cat([captured[i % (depth + 1)] for i in layers], -1)
+
+    def generate(
+        self, prompts: Sequence[list[int]], max_new: int, stop_ids: list[int], sampling: Sampling
+    ) -> tuple[list[list[int]], list[list[float]]]:
+        """Sample with the KV cache until every row has produced a stop token (rows padded
+        after their stop)."""
+        prompts = list(prompts)
+        logits, cache, mask, _ = self._encode_prompts(prompts, shared=True)
+        positions = mask.sum(-1)
+        stop = torch.tensor(stop_ids, device=self.device)
+        done = torch.zeros(len(prompts), dtype=torch.bool, device=self.device)
+        tokens, logps = [], []
+        for step in range(max_new):
+            tok, logp = sampling.next_tokens(logits)
+            tok = tok.masked_fill(done, self.pad_token_id)
+            tokens.append(tok)
+            logps.append(logp)
+            done |= torch.isin(tok, stop)
+            self.stats["decode_tokens"] += len(prompts)
+            if bool(done.all()) or step == max_new - 1:
+                break
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+            logits = (
+                self.model(
+                    input_ids=tok[:, None],
+                    attention_mask=mask,
+                    position_ids=positions[:, None] + step,
+                    past_key_values=cache,
+                    use_cache=True,
+                )
+                .logits[:, -1]
+                .float()
+            )
+        return torch.stack(tokens, 1).tolist(), torch.stack(logps, 1).tolist()
+
+    def completion_logprobs(
+        self, prompts: Sequence[list[int]], completions: Sequence[list[int]], temperature: float
+    ) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
+        rows = [list(p) + list(c) for p, c in zip(prompts, completions)]
+        ids, mask = left_pad(rows, self.pad_token_id, self.device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        keep = max(len(c) for c in completions) + 1
+        out = self.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            logits_to_keep=keep,
+            output_hidden_states=True,
+        )
+        logp = torch.log_softmax(out.logits.float() / temperature, dim=-1)
+        width = ids.shape[1]
+        token_logprobs, entropy, hidden = [], [], []
+        for b, completion in enumerate(completions):
+            n = len(completion)
+            # kept logits cover positions width-keep .. width-1; position width-n-1 predicts the
+            # first completion token.
+            start = keep - n - 1
+            step_logp = logp[b, start : start + n]
+            target = torch.tensor(completion, device=self.device)
+            token_logprobs.append(step_logp.gather(-1, target[:, None]).squeeze(-1))
+            entropy.append(-(step_logp.exp() * step_logp).sum(-1).mean())
+            hidden.append(out.hidden_states[-1][b, width - n - 1])
+        return token_logprobs, torch.stack(entropy), torch.stack(hidden)
+
+    def sync_weights(self) -> None:
+        """The model is the policy's own: only the cached prefix (computed under the old
+        weights) is dropped."""
+        self._prefix_ids, self._prefix_kv, self._prefix_key = [], [], None
+
+    # ---- the prefix cache and the forward passes -------------------------------------------
+
+    def _weights_key(self) -> tuple[Any, ...]:
+        """Changes whenever a parameter is modified in place or adapters are toggled."""
+        versions = sum(p._version for p in self.model.parameters())
+        adapters = tuple(
+            (m.disable_adapters, tuple(getattr(m, "active_adapters", ())))
+            for m in self.model.modules()
+            if hasattr(m, "disable_adapters") and not callable(m.disable_adapters)
+        )
+        return versions, adapters, self.model.training
+
+    def _shared_prefix(self, prompts: list[list[int]]) -> int:
+        """Encode (or reuse) the KV cache of the prefix all ``prompts`` share; its length."""
+        if not self.prefix_cache:
+            return 0
+        length = min(len(p) for p in prompts) - 1
+        for p in prompts[1:]:
+            length = _common_prefix(prompts[0][:length], p)
+        key = self._weights_key()
+        if key != self._prefix_key:
+            self.sync_weights()
+            if self.on_new_weights is not None:
+                self.on_new_weights()
+        kept = _common_prefix(self._prefix_ids, prompts[0][:length])
+        if length < MIN_SHARED_PREFIX:
+            return 0
+        kv = [(k[:, :, :kept], v[:, :, :kept]) for k, v in self._prefix_kv] if kept else []
+        if length > kept:
+            ids = torch.tensor([prompts[0][kept:length]], device=self.device)
+            mask = torch.ones((1, length), dtype=torch.long, device=self.device)
+            positions = torch.arange(kept, length, device=self.device)[None]
+            cache = self._cache(kv, 1)
+            self.model(
+                input_ids=ids,
+                attention_mask=mask,
+                position_ids=positions,
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+            kv = [(layer.keys, layer.values) for layer in cache.layers]
+            self.stats["prompt_tokens"] += length - kept
+        self._prefix_ids, self._prefix_kv, self._prefix_key = prompts[0][:length], kv, key
+        return length
+
+    def _cache(self, kv: list[tuple[torch.Tensor, torch.Tensor]], batch: int) -> DynamicCache:
+        data = [(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in kv]
+        return DynamicCache(ddp_cache_data=data or None, config=self.model.config)
+
+    def _encode_prompts(
+        self, prompts: list[list[int]], *, shared: bool, layers: tuple[int, ...] = ()
+    ) -> tuple[torch.Tensor, DynamicCache, torch.Tensor, torch.Tensor | None]:
+        """One left-padded forward over ``prompts``: (last-position logits [B, V], the KV cache,
+        the attention mask [B, S], the hidden states of ``layers`` at the last prompt token,
+        concatenated [B, H x layers], or None without ``layers``)."""
+        prefix = self._shared_prefix(prompts) if shared else 0
+        ids, mask = left_pad([p[prefix:] for p in prompts], self.pad_token_id, self.device)
+        if prefix:
+            ones = torch.ones((len(prompts), prefix), dtype=torch.long, device=self.device)
+            mask = torch.cat([ones, mask], dim=1)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, prefix:]
+        cache = self._cache(self._prefix_kv if prefix else [], len(prompts))
+        self.stats["prompt_tokens"] += int(mask[:, prefix:].sum())
+        self.stats["cached_tokens"] += prefix * len(prompts)
+        out = self.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+            output_hidden_states=bool(layers),
+        )
+        last_hidden = None
+        if layers:
+            last_hidden = torch.cat([out.hidden_states[i][:, -1] for i in layers], -1)
+        return out.logits[:, -1].float(), cache, mask, last_hidden
+
+    def _candidate_logprobs(
+        self,
+        last_logits: torch.Tensor,
+        cache: DynamicCache,
+        mask: torch.Tensor,
+        candidates: list[list[list[int]]],
+    ) -> list[list[torch.Tensor]]:
+        """Per env, per candidate: the log-probs of its tokens after the prompt, reusing the
+        prompt's KV cache (one extra pass over all candidates' tokens but the last)."""
+        first = torch.log_softmax(last_logits, dim=-1)
+        rows = [(b, c) for b, cands in enumerate(candidates) for c in cands]
+        width = max(len(c) for _, c in rows) - 1
+        out: list[list[torch.Tensor]] = [[] for _ in candidates]
+        if width == 0:
+            for b, c in rows:
+                out[b].append(first[b, c[:1]])
+            return out
+        index = torch.tensor([b for b, _ in rows], device=self.device)
+        cache.batch_select_indices(index)
+        ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
+        cand_mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for r, (_, c) in enumerate(rows):
+            ids[r, : len(c) - 1] = torch.tensor(c[:-1])
+            cand_mask[r, : len(c) - 1] = 1
+        full_mask = torch.cat([mask[index], cand_mask.to(self.device)], dim=1)
+        positions = mask[index].sum(-1, keepdim=True) + torch.arange(width, device=self.device)
+        logits = self.model(
+            input_ids=ids.to(self.device),
+            attention_mask=full_mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+        ).logits.float()
+        logp = torch.log_softmax(logits, dim=-1)
+        self.stats["prompt_tokens"] += int(cand_mask.sum())
+        for r, (b, c) in enumerate(rows):
+            rest = logp[r, torch.arange(len(c) - 1), torch.tensor(c[1:], dtype=torch.long)]
+            out[b].append(torch.cat([first[b, c[:1]], rest]))
+        return out
+
+
+class _DeepEnough(Exception):
+    """Stops a forward pass once ``hidden_states`` has what it asked for."""
+
+
+def decoder_layers(model: Any) -> torch.nn.ModuleList | None:
+    """The decoder layers of a Llama-style model (``model.model.layers``; also under peft),
+    or None where they are not found there."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    blocks = getattr(getattr(base, "model", None), "layers", None)
+    count = getattr(base.config, "num_hidden_layers", None)
+    return blocks if isinstance(blocks, torch.nn.ModuleList) and len(blocks) == count else None
+
+
+def stop_before(depth: int, layers: Sequence[int]) -> int | None:
+    """The decoder layer a forward that needs only the hidden states ``layers`` (indices into
+    transformers' ``hidden_states`` of a ``depth``-layer model) can stop before, or None where
+    it must run whole (the last, normed, state is asked for).
+
+    Example:
+        >>> stop_before(30, [4, 8]), stop_before(30, [8, -1]), stop_before(30, [-31])
+        (8, None, 0)
+    """
+    wanted = {i % (depth + 1) for i in layers}
+    return None if depth in wanted else max(wanted)
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def left_pad(rows: Sequence[Sequence[int]], pad: int, device: Any) -> tuple[torch.Tensor, ...]:
+    """(ids [B, S], mask [B, S]) with rows right-aligned.
+
+    Example:
+        >>> [t.tolist() for t in left_pad([[1, 2], [3]], 0, "cpu")]
+        [[[1, 2], [0, 3]], [[1, 1], [0, 1]]]
+    """
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        if row:
+            ids[i, width - len(row) :] = torch.tensor(row)
+            mask[i, width - len(row) :] = 1
+    return ids.to(device), mask.to(device)
+
+
+__all__ = ["TransformersBackend", "left_pad"]

@@ -1,0 +1,575 @@
+"""The batched LLM policy: one call acts for a whole vector of text envs.
+
+Two modes:
+
+- ``score``: the log-likelihood of each valid action's completion given the prompt. The prompt
+  is encoded once and its KV cache reused for every candidate, so the cost is flat in the
+  number of actions; the action is sampled from ``softmax(score / temperature)`` (or the
+  argmax) and is always valid.
+- ``generate``: free text, sampled (temperature, top-p, max new tokens, stop at end of turn);
+  only the new tokens are decoded and the env's parser reads them.
+
+Prompts are the model's own chat template applied to (system prompt, last ``history`` turns,
+observation), left-padded into one batch. The prompt prefix that all envs share (the system
+prompt, usually) is encoded once, at batch size 1, and kept across calls while the weights
+stay the same. ``evaluate`` recomputes the log-probabilities of acted samples with gradients,
+for trainers.
+
+An optional :class:`~llmgym.policy.action_head.ActionHead` (score mode) adds a learned,
+state-specific score to each candidate; with ``memoize=True`` (a frozen backbone) each distinct
+prompt's hidden state and candidate scores are computed once and reused by acting and updates,
+and a greedy policy in generate mode generates each distinct prompt's answer once.
+
+Example:
+    >>> import gymnasium as gym, llmgym
+    >>> from llmgym.policy.testing import tiny_model
+    >>> model, tokenizer = tiny_model()
+    >>> policy = LLMPolicy(model, tokenizer, PolicyConfig(mode="score", greedy=True))
+    >>> env = gym.make("Text-Blackjack-v1")
+    >>> obs, info = env.reset(seed=0)
+    >>> [sample] = policy.act([obs], [info])
+    >>> sample.text in ('{"action": "stick"}', '{"action": "hit"}'), sample.action_index in (0, 1)
+    (True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from llmgym.errors import ConfigError
+from llmgym.policy.backends import Sampling
+from llmgym.policy.backends.hf import TransformersBackend
+from llmgym.policy.config import PolicyConfig
+from llmgym.policy.models import get_model_defaults, prepare_tokenizer
+from llmgym.policy.prompts import (
+    PREFILL,
+    THINK_SUFFIX,
+    Message,
+    build_messages,
+    candidate_ids,
+    completion_text,
+    encode,
+)
+from llmgym.policy.samples import ActionSample, PolicyOutput
+from llmgym.wrappers.history import ChatHistory
+
+
+def split_infos(infos: dict[str, Any] | Sequence[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """Per-env info dicts from a vector env's info (a dict of arrays with ``_key`` masks).
+
+    Example:
+        >>> infos = {"a": np.array(["x", "y"], dtype=object), "_a": np.array([True, False])}
+        >>> split_infos(infos, 2)
+        [{'a': 'x'}, {}]
+    """
+    if not isinstance(infos, dict):
+        return list(infos)
+    out: list[dict[str, Any]] = [{} for _ in range(n)]
+    for key, value in infos.items():
+        if key.startswith("_"):
+            continue
+        mask = infos.get(f"_{key}", np.ones(n, dtype=bool))
+        parts = split_infos(value, n) if isinstance(value, dict) else value
+        for i in range(n):
+            if mask[i]:
+                out[i][key] = parts[i]
+    return out
+
+
+def _first_missing(keys: Sequence[Any], memo: dict[Any, Any]) -> list[int]:
+    """Indices of the first occurrence of each key not in ``memo``, in order.
+
+    >>> _first_missing(["a", "b", "a", "c"], {"b": 1})
+    [0, 3]
+    """
+    first: dict[Any, int] = {}
+    for i, key in enumerate(keys):
+        if key not in memo:
+            first.setdefault(key, i)
+    return list(first.values())
+
+
+class LLMPolicy:
+    """Acts for a batch of text envs with a causal LM (plain, or a peft ``PeftModel``), or
+    through a vLLM server (``config.backend == "vllm"``; ``model`` may then be None: acting
+    needs only the tokenizer), or through any ``backend`` given (``llmgym.policy.backends``):
+    the policy builds the prompts, samples and adds the action head; the backend runs the model.
+
+    ``act`` samples under ``torch.no_grad``; ``evaluate`` recomputes the same log-probs with
+    gradients. Per-env chat history (``config.history > 0``) is kept by env index; call
+    ``reset(indices)`` when those envs start a new episode. An info that already carries
+    ``messages`` (``gym.make(..., history=k)``) is used as is.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        config: PolicyConfig | None = None,
+        *,
+        device: Any = None,
+        head: Any = None,
+        memoize: bool = False,
+        backend: Any = None,
+    ) -> None:
+        self.model = model
+        self.tokenizer = prepare_tokenizer(tokenizer)
+        self.config = config or PolicyConfig()
+        if device is None:
+            device = model.device if model is not None else "cpu"
+        self.device = torch.device(device)
+        name = getattr(getattr(model, "config", None), "_name_or_path", "") or ""
+        name = name or getattr(self.tokenizer, "name_or_path", "") or ""
+        self.defaults = get_model_defaults(name)
+        self.generator = torch.Generator(device=self.device).manual_seed(self.config.seed)
+        self.stop_ids = self._stop_ids()
+        self.histories: dict[int, ChatHistory] = {}
+        self._closing: list[int] | None = None
+        #: Score mode: learned per-state candidate scores added to the LM's (None = off).
+        self.head = head
+        #: Reuse each distinct prompt's (hidden state, candidate LM scores): only valid while
+        #: the backbone does not change (an action head trained on a frozen model).
+        self.memoize = memoize
+        self._memo: dict[tuple[Any, ...], tuple[torch.Tensor, torch.Tensor]] = {}
+        self._action_embeddings: dict[str, torch.Tensor] = {}
+        #: The model work (``llmgym.policy.backends``): ``backend`` if given, else transformers
+        #: in this process or a vLLM server (``config.backend``).
+        self.backend: Any = backend if backend is not None else self._default_backend(model)
+        #: The backend that recomputes log-probs (with gradients) for updates: the acting one,
+        #: except when the policy acts through a vLLM server and has its model here (training
+        #: through vLLM): then transformers on that local copy.
+        self.update_backend: Any = self.backend
+        if self.config.backend == "vllm" and model is not None:
+            pad = self.tokenizer.pad_token_id
+            local = TransformersBackend(model, pad, self.device, self.config.prefix_cache)
+            local.on_new_weights = self._memo.clear
+            self.update_backend = local
+
+    def _default_backend(self, model: Any) -> Any:
+        if self.config.backend == "hf":
+            pad = self.tokenizer.pad_token_id
+            hf = TransformersBackend(model, pad, self.device, self.config.prefix_cache)
+            hf.on_new_weights = self._memo.clear
+            return hf
+        from llmgym.policy.backends import make_vllm_backend
+
+        if self.head is not None:
+            raise ConfigError(
+                "vLLM returns log-probs, not hidden states, so a policy with an action head "
+                "cannot act through it; train with `--set action_head=false` to use the "
+                "vllm backend."
+            )
+        name = getattr(getattr(model, "config", None), "_name_or_path", "") or ""
+        name = name or getattr(self.tokenizer, "name_or_path", "") or ""
+        return make_vllm_backend(self.config.vllm_url, self.config.vllm_model, name)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """The backend's token counts (prompt, cached, generated, decode positions)."""
+        return self.backend.stats
+
+    # ----------------------------------------------------------------------------- prompts
+    def _stop_ids(self) -> list[int]:
+        ids = {self.tokenizer.eos_token_id}
+        eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+        ids.update(eos if isinstance(eos, list) else [eos])
+        vocab = self.tokenizer.get_vocab()
+        ids.update(vocab[t] for t in self.defaults.stop_tokens if t in vocab)
+        return sorted(i for i in ids if i is not None)
+
+    @property
+    def _prefill(self) -> str:
+        return PREFILL if self.config.prefill and not self.config.think else ""
+
+    def messages_for(self, index: int, observation: str, info: dict[str, Any]) -> list[Message]:
+        """The chat messages for env ``index`` (its info's ``messages`` if it has them)."""
+        if "messages" in info:
+            messages = [dict(m) for m in info["messages"]]
+            if self.config.think and messages and messages[0]["role"] == "system":
+                messages[0]["content"] += THINK_SUFFIX
+            return messages
+        history = self.histories.get(index)
+        return build_messages(
+            str(info.get("system_prompt", "")),
+            str(observation),
+            list(history.turns) if history else (),
+            think=self.config.think,
+            system_role=self.defaults.system_role,
+        )
+
+    def prefill_for(self, info: dict[str, Any]) -> str:
+        """The answer start written for the model: the env's ``answer_prefill`` in generate
+        mode, else ``{"action": "``; empty when ``prefill`` is off or the model thinks first."""
+        if not self._prefill:
+            return ""
+        if self.config.mode == "generate":
+            return str(info.get("answer_prefill", self._prefill))
+        return self._prefill
+
+    def prompt_text(self, messages: list[Message], prefill: str | None = None) -> str:
+        """The chat template applied to ``messages`` with the generation prompt, then
+        ``prefill`` (None: the policy's own, ``{"action": "`` unless switched off)."""
+        text = self.tokenizer.apply_chat_template(
+            messages,
+            tokenize=False,
+            add_generation_prompt=True,
+            **self.defaults.chat_template_kwargs,
+        )
+        return text + (self._prefill if prefill is None else prefill)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` (no special tokens)."""
+        return encode(self.tokenizer, text)
+
+    def candidate_ids(self, prompt: str, prompt_ids: list[int], action: str) -> list[int]:
+        """Token ids of the answer naming ``action``, as they continue ``prompt``."""
+        return candidate_ids(self.tokenizer, prompt, prompt_ids, action, bool(self._prefill))
+
+    def answer_text(self, action: str) -> str:
+        """The whole answer naming ``action`` (what the env steps with), prefill included."""
+        return self._prefill + completion_text(action, bool(self._prefill))
+
+    def score_sample(self, messages: list[Message], actions: Sequence[str], k: int) -> ActionSample:
+        """The score-mode sample of answering ``actions[k]`` to ``messages``, built as ``act``
+        builds its own (demos, mirrored states); its log-prob is left to a recompute
+        (``logprobs`` holds 0)."""
+        prompt = self.prompt_text(messages)
+        prompt_ids = self.encode(prompt)
+        candidates = [self.candidate_ids(prompt, prompt_ids, a) for a in actions]
+        return ActionSample(
+            text=self.answer_text(actions[k]),
+            action_index=k,
+            prompt_ids=prompt_ids,
+            completion_ids=candidates[k],
+            logprobs=[0.0],
+            candidate_ids=candidates,
+            messages=messages,
+            valid_actions=list(actions),
+        )
+
+    def reset(self, indices: Sequence[int] | None = None) -> None:
+        """Forget the chat history of envs ``indices`` (all when None)."""
+        for i in list(self.histories) if indices is None else indices:
+            self.histories.pop(int(i), None)
+
+    def clear_cache(self) -> None:
+        """Make the backend take up the current weights (the cached prompt prefix is dropped;
+        done automatically when the weights change) and drop the memoised features (call it
+        after changing a frozen backbone's weights)."""
+        self.backend.sync_weights()
+        if self.update_backend is not self.backend:
+            self.update_backend.sync_weights()
+        self._memo.clear()
+
+    def share_memo(self, memo: dict[tuple[Any, ...], Any]) -> dict[tuple[Any, ...], Any]:
+        """Use ``memo`` as this policy's store of memoised features (with ``memoize``) and
+        return it, so that policies over one frozen backbone (several runs of a sweep) compute
+        each prompt's features once. The caller vouches that the backbone stays frozen: a
+        weight change the backend sees no longer empties it (``clear_cache()`` still does)."""
+        if getattr(self.backend, "on_new_weights", None) == self._memo.clear:
+            self.backend.on_new_weights = None
+        self._memo = memo
+        return memo
+
+    def _scores(self, token_logprobs: list[torch.Tensor], actions: Sequence[str]) -> torch.Tensor:
+        sums = torch.stack([t.sum() for t in token_logprobs])
+        if self.config.normalization == "token":
+            sizes = [len(t) for t in token_logprobs]
+        elif self.config.normalization == "word":
+            sizes = [max(1, len(a.split())) for a in actions]
+        else:
+            return sums
+        return sums / torch.tensor(sizes, dtype=sums.dtype, device=sums.device)
+
+    # ----------------------------------------------------------------------------- acting
+    @torch.no_grad()
+    def act(
+        self, observations: Sequence[str], infos: Sequence[dict[str, Any]]
+    ) -> list[ActionSample]:
+        """Actions for all envs in one batched call (``infos`` per env: ``system_prompt``,
+        ``valid_actions``; a vector env's info dict is split automatically)."""
+        infos = split_infos(infos, len(observations))
+        if len(observations) != len(infos):
+            raise ValueError(f"Got {len(observations)} observations but {len(infos)} infos.")
+        messages = [
+            self.messages_for(i, o, info) for i, (o, info) in enumerate(zip(observations, infos))
+        ]
+        actions = [list(info.get("valid_actions") or []) for info in infos]
+        samples = self.act_messages(messages, actions, [self.prefill_for(i) for i in infos])
+        if self.config.history:
+            for i, (obs, sample) in enumerate(zip(observations, samples)):
+                if "messages" not in infos[i]:
+                    self.histories.setdefault(i, ChatHistory(self.config.history))
+                    self.histories[i].add(str(obs), sample.text)
+        return samples
+
+    @torch.no_grad()
+    def act_messages(
+        self,
+        messages: Sequence[list[Message]],
+        valid_actions: Sequence[Sequence[str]] | None = None,
+        prefills: Sequence[str] | None = None,
+    ) -> list[ActionSample]:
+        """Like ``act``, from ready-made chat messages (and valid actions, for score mode;
+        ``prefills``: each prompt's answer start in generate mode, default the policy's)."""
+        if prefills is None or self.config.mode == "score":
+            prefills = [self._prefill] * len(messages)
+        texts = [self.prompt_text(m, p) for m, p in zip(messages, prefills)]
+        prompts = [self.encode(t) for t in texts]
+        if self.config.mode == "generate":
+            return self._act_generate(list(messages), prompts, list(prefills))
+        actions = [list(a) for a in valid_actions or [[] for _ in messages]]
+        if len(actions) != len(messages) or not all(actions):
+            raise ConfigError(
+                "Score mode needs discrete valid actions for every env; "
+                "use PolicyConfig(mode='generate') for continuous or free-text envs."
+            )
+        return self._act_score(list(messages), texts, prompts, actions)
+
+    def action_probabilities(
+        self, observations: Sequence[str], infos: Sequence[dict[str, Any]]
+    ) -> list[list[float]]:
+        """Score mode: each env's probability of each valid action, ``softmax(score / T)``
+        (the distribution ``act`` samples from), without acting or touching the history."""
+        temperature = self.config.temperature
+        scores = self.action_scores(observations, infos)
+        return [torch.softmax(torch.tensor(s) / temperature, -1).tolist() for s in scores]
+
+    @torch.no_grad()
+    def action_scores(
+        self, observations: Sequence[str], infos: Sequence[dict[str, Any]]
+    ) -> list[list[float]]:
+        """Score mode: each env's score of each valid action (the language model's and the
+        head's, before the temperature), finite where a probability would round to 0."""
+        infos = split_infos(infos, len(observations))
+        messages = [
+            self.messages_for(i, o, info) for i, (o, info) in enumerate(zip(observations, infos))
+        ]
+        texts = [self.prompt_text(m) for m in messages]
+        prompts = [self.encode(t) for t in texts]
+        actions = [list(info.get("valid_actions") or []) for info in infos]
+        _, _, scores = self._score_rows(texts, prompts, actions)
+        return [s.float().tolist() for s in scores]
+
+    def _score_rows(self, texts, prompts, actions):
+        """(candidate ids, hidden states, candidate scores incl. the head) per env."""
+        candidates = [
+            [self.candidate_ids(t, p, a) for a in acts]
+            for t, p, acts in zip(texts, prompts, actions)
+        ]
+        hidden, lm_scores = self._score_features(prompts, candidates, actions)
+        return candidates, hidden, self._candidate_scores(hidden, lm_scores, actions)
+
+    def _act_score(self, messages, texts, prompts, actions) -> list[ActionSample]:
+        candidates, hidden, scores = self._score_rows(texts, prompts, actions)
+        samples = []
+        for b, acts in enumerate(actions):
+            logpi = torch.log_softmax(scores[b] / self.config.temperature, -1)
+            if self.config.greedy:
+                k = int(logpi.argmax())
+            else:
+                probs = logpi.exp().to(self.generator.device)
+                k = int(torch.multinomial(probs, 1, generator=self.generator))
+            samples.append(
+                ActionSample(
+                    text=self.answer_text(acts[k]),
+                    action_index=k,
+                    prompt_ids=prompts[b],
+                    completion_ids=candidates[b][k],
+                    logprobs=[float(logpi[k])],
+                    candidate_ids=candidates[b],
+                    messages=messages[b],
+                    valid_actions=acts,
+                    hidden=hidden[b].detach().cpu() if self.head is not None else None,
+                )
+            )
+        return samples
+
+    def _score_features(
+        self,
+        prompts: list[list[int]],
+        candidates: list[list[list[int]]],
+        actions: list[list[str]],
+        *,
+        shared: bool = True,
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """(hidden state at the answer position [B, H], each env's candidate LM scores [K]),
+        from the memo where allowed; with gradients when the caller enables them."""
+        if not self.memoize:
+            return self._forward_features(prompts, candidates, actions, shared)
+        keys = [(tuple(p), tuple(a)) for p, a in zip(prompts, actions)]
+        missing = _first_missing(keys, self._memo)
+        if missing:
+            with torch.no_grad():
+                hidden, lm = self._forward_features(
+                    [prompts[i] for i in missing],
+                    [candidates[i] for i in missing],
+                    [actions[i] for i in missing],
+                    shared,
+                )
+            for j, i in enumerate(missing):
+                self._memo[keys[i]] = (hidden[j], lm[j])
+        rows = [self._memo[k] for k in keys]
+        return torch.stack([h for h, _ in rows]), [s for _, s in rows]
+
+    def _forward_features(
+        self, prompts, candidates, actions, shared, backend=None, with_hidden=None
+    ):
+        """(hidden states [B, H], LM scores) by one pass of ``backend`` (the acting one by
+        default; hidden states ``with_hidden``, by default where there is a head). A head
+        without the LM prior needs no LM scores (zeros stand in): only its hidden states are
+        computed, through no more layers than they need."""
+        backend = backend or self.backend
+        if self.head is not None and not self.head.lm_prior:
+            states = backend.hidden_states(prompts, shared=shared, layers=self.layers)
+            return states, [torch.zeros(len(a), device=states.device) for a in actions]
+        hidden, token_logprobs = backend.score(
+            prompts,
+            candidates,
+            hidden=self.head is not None if with_hidden is None else with_hidden,
+            shared=shared,
+            layers=self.layers,
+        )
+        lm = [self._scores(t, a) for t, a in zip(token_logprobs, actions)]
+        if hidden is None:
+            hidden = torch.zeros((len(prompts), 0), device=self.device)
+        return hidden, lm
+
+    def _candidate_scores(
+        self, hidden: torch.Tensor, lm_scores: list[torch.Tensor], actions: list[list[str]]
+    ) -> list[torch.Tensor]:
+        """LM scores plus the action head's (when there is one and it is enabled); the head's
+        alone when it has no LM prior (``lm_prior=False``)."""
+        if self.head is None:
+            return lm_scores
+        features = self.head.whitener(hidden)
+        out = []
+        for b, acts in enumerate(actions):
+            emb = torch.stack([self._action_embedding(a) for a in acts])[None]
+            head = self.head(features[b : b + 1], emb)[0]
+            out.append(lm_scores[b] + head if self.head.lm_prior else head)
+        return out
+
+    def _action_embedding(self, action: str) -> torch.Tensor:
+        if action not in self._action_embeddings:
+            from llmgym.policy.action_head import action_embedding
+
+            ids = self.encode(action) or [self.tokenizer.pad_token_id]
+            self._action_embeddings[action] = action_embedding(self.model, ids).to(self.device)
+        return self._action_embeddings[action]
+
+    @property
+    def layers(self) -> tuple[int, ...]:
+        """The model's hidden states the state features are made of (the action head's)."""
+        return self.head.layers if self.head is not None else (-1,)
+
+    def features(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The action head's whitened state features (the raw hidden state without a head)."""
+        return self.head.whitener(hidden) if self.head is not None else hidden.float()
+
+    @property
+    def _stops_at_answer(self) -> bool:
+        return self.config.stop_at_answer and bool(self._prefill)
+
+    def _closing_ids(self) -> list[int]:
+        """Ids of the tokens whose text holds ``}`` (computed once)."""
+        if self._closing is None:
+            pieces = self.tokenizer.batch_decode([[i] for i in range(len(self.tokenizer))])
+            self._closing = [i for i, piece in enumerate(pieces) if "}" in piece]
+        return self._closing
+
+    def _act_generate(self, messages, prompts, prefills) -> list[ActionSample]:
+        max_new = self.config.max_new_tokens or self.defaults.max_new_tokens
+        stop_ids = self.stop_ids + (self._closing_ids() if self._stops_at_answer else [])
+        sampling = Sampling(
+            self.config.temperature, self.config.top_p, self.config.greedy, self.generator
+        )
+        # Greedy with memoize (fixed weights): each distinct prompt is generated once; else every
+        # prompt is its own (identical sampled prompts must not share an answer).
+        reuse = self.memoize and self.config.greedy
+        memo = self._memo if reuse else {}
+        keys = [("generate", tuple(p)) if reuse else ("generate", i) for i, p in enumerate(prompts)]
+        todo = _first_missing(keys, memo)
+        if todo:
+            tokens, logps = self.backend.generate(
+                [prompts[i] for i in todo], max_new, stop_ids, sampling
+            )
+            stop_set = set(stop_ids)
+            for i, row, row_logps in zip(todo, tokens, logps):
+                end = next((j + 1 for j, t in enumerate(row) if t in stop_set), len(row))
+                self.stats["generated_tokens"] += end
+                memo[keys[i]] = (row[:end], row_logps[:end])
+        samples = []
+        for b, key in enumerate(keys):
+            completion, logprobs = memo[key]
+            text = self.tokenizer.decode(completion, skip_special_tokens=True)
+            samples.append(
+                ActionSample(
+                    text=prefills[b] + text,
+                    action_index=None,
+                    prompt_ids=prompts[b],
+                    completion_ids=list(completion),
+                    logprobs=list(logprobs),
+                    candidate_ids=[],
+                    messages=messages[b],
+                )
+            )
+        return samples
+
+    # ----------------------------------------------------------------------------- training
+    def evaluate(
+        self, samples: Sequence[ActionSample], *, shared_prefix: bool = False
+    ) -> PolicyOutput:
+        """Log-probs, entropies and hidden states of ``samples`` under the current weights,
+        with gradients (run it inside ``torch.no_grad()`` for a frozen reference).
+
+        ``shared_prefix=True`` (score mode): the prompt prefix the samples share (the system
+        prompt) is encoded once without gradient and its KV cache reused; the gradient flows
+        through the rest of each prompt and the candidates (cheaper training updates)."""
+        if self.config.mode == "score":
+            return self._evaluate_score(samples, shared_prefix)
+        return self._evaluate_generate(samples)
+
+    def _evaluate_score(
+        self, samples: Sequence[ActionSample], shared_prefix: bool = False
+    ) -> PolicyOutput:
+        prompts = [s.prompt_ids for s in samples]
+        actions = [s.valid_actions or [""] * len(s.candidate_ids) for s in samples]
+        candidates = [s.candidate_ids for s in samples]
+        if self.memoize:
+            hidden, lm = self._score_features(prompts, candidates, actions, shared=shared_prefix)
+        else:
+            hidden, lm = self._forward_features(
+                prompts, candidates, actions, shared_prefix, self.update_backend, with_hidden=True
+            )
+        scores = self._candidate_scores(hidden, lm, actions)
+        logprob, entropy = [], []
+        for s, score in zip(samples, scores):
+            logpi = torch.log_softmax(score / self.config.temperature, -1)
+            logprob.append(logpi[s.action_index])
+            entropy.append(-(logpi.exp() * logpi).sum())
+        return PolicyOutput(torch.stack(logprob), torch.stack(entropy), hidden)
+
+    def _evaluate_generate(self, samples: Sequence[ActionSample]) -> PolicyOutput:
+        token_logprobs, entropy, hidden = self.update_backend.completion_logprobs(
+            [s.prompt_ids for s in samples],
+            [s.completion_ids for s in samples],
+            self.config.temperature,
+        )
+        return PolicyOutput(
+            torch.stack([t.sum() for t in token_logprobs]), entropy, hidden, token_logprobs
+        )
+
+
+__all__ = [
+    "ActionSample",
+    "LLMPolicy",
+    "PolicyConfig",
+    "PolicyOutput",
+    "build_messages",
+    "split_infos",
+]

@@ -1,0 +1,130 @@
+"""Online RL trainers for LLM agents in text envs: PPO, GRPO, REINFORCE+KL, SFT warm start.
+
+Each algorithm is one readable file (``ppo.py``, ``grpo.py``, ``reinforce.py``) with an
+``XConfig`` dataclass and an ``XTrainer``; shared loop pieces live in ``base.py``, the SFT
+warm start in ``sft.py``. ``make_trainer("ppo", env_id=..., ...)`` builds one by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmgym.errors import ConfigError
+
+ALGOS = ("ppo", "grpo", "reinforce")
+
+
+def config_class(algo: str) -> type:
+    """The config dataclass of an algorithm name."""
+    if algo == "ppo":
+        from llmgym.rl.ppo import PPOConfig
+
+        return PPOConfig
+    if algo == "grpo":
+        from llmgym.rl.grpo import GRPOConfig
+
+        return GRPOConfig
+    if algo == "reinforce":
+        from llmgym.rl.reinforce import ReinforceConfig
+
+        return ReinforceConfig
+    raise ConfigError(f"Unknown algorithm {algo!r}; choose one of {', '.join(ALGOS)}.")
+
+
+def trainer_class(algo: str) -> type:
+    """The trainer class of an algorithm name."""
+    config_class(algo)
+    if algo == "ppo":
+        from llmgym.rl.ppo import PPOTrainer
+
+        return PPOTrainer
+    if algo == "grpo":
+        from llmgym.rl.grpo import GRPOTrainer
+
+        return GRPOTrainer
+    from llmgym.rl.reinforce import ReinforceTrainer
+
+    return ReinforceTrainer
+
+
+def make_trainer(algo: str, loaded: tuple[Any, Any] | None = None, **config: Any) -> Any:
+    """``make_trainer("grpo", env_id="Text-Blackjack-v1", total_env_steps=500)`` (keys as
+    ``TrainConfig.build`` takes them: flat, dotted or sections); ``loaded`` passes an already
+    loaded ``(model, tokenizer)`` instead of loading the configured model."""
+    cfg = config_class(algo).build(config)
+    model, tokenizer = loaded if loaded is not None else (None, None)
+    return trainer_class(algo)(cfg, model=model, tokenizer=tokenizer)
+
+
+def load_trained(checkpoint: str, device: str = "auto") -> tuple[Any, Any]:
+    """``(model, tokenizer)`` of a ``llmgym train`` run directory (its newest checkpoint), one
+    checkpoint folder or a policy directory (``Trainer.save_policy``), with the trained adapter
+    (and any merged SFT/reference adapters) applied. An action head is not part of the model:
+    use :func:`load_trained_policy` to act as the trained policy did."""
+    trainer = restore_trainer(checkpoint, device)
+    return trainer.model.eval(), trainer.tokenizer
+
+
+def load_trained_policy(checkpoint: str, device: str = "auto", policy_config: Any = None) -> Any:
+    """The ``LLMPolicy`` a run trained (adapters and action head restored), ready to act;
+    ``policy_config`` replaces its ``PolicyConfig`` (e.g. greedy evaluation). Features are
+    memoised per prompt: the weights no longer change."""
+    trainer = restore_trainer(checkpoint, device)
+    policy = trainer.policy
+    if policy_config is not None:
+        from llmgym.policy import LLMPolicy
+
+        policy = LLMPolicy(trainer.model, trainer.tokenizer, policy_config, head=policy.head)
+    policy.model = trainer.model.eval()
+    if policy.head is not None:
+        policy.head.requires_grad_(False)
+    policy.memoize = True
+    return policy
+
+
+def restore_trainer(checkpoint: str, device: str = "auto") -> Any:
+    """The trainer of a run directory, checkpoint or policy directory, its weights loaded
+    (what :func:`load_trained` and ``llmgym export`` start from)."""
+    import json
+    from pathlib import Path
+
+    from llmgym.errors import TrainingError
+    from llmgym.rl import checkpoints
+
+    path = Path(checkpoint)
+    if (path / "checkpoints").is_dir():
+        path = checkpoints.latest(path / "checkpoints") or path
+    whole = checkpoints.complete(path) or _is_policy_dir(path)
+    if not whole or not (path / "config.json").is_file():
+        raise TrainingError(
+            f"No llmgym checkpoint at {checkpoint!r}; pass a run directory of `llmgym train` "
+            "or a policy directory."
+        )
+    algo = json.loads((path / "trainer_state.json").read_text())["algo"]
+    values = json.loads((path / "config.json").read_text())
+    # A run trained through a vLLM server restores here, with transformers (no server needed).
+    values |= {"device": device, "sft": "none", "progress": False, "num_envs": 1, "backend": "hf"}
+    trainer = trainer_class(algo)(config_class(algo).from_dict(values))
+    trainer.load_checkpoint(path)
+    return trainer
+
+
+def _is_policy_dir(path: Any) -> bool:
+    """Whether ``path`` holds a policy directory written by ``Trainer.save_policy``."""
+    import json
+
+    try:
+        return bool(json.loads((path / "trainer_state.json").read_text()).get("policy_only"))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+__all__ = [
+    "ALGOS",
+    "config_class",
+    "load_trained",
+    "load_trained_policy",
+    "make_trainer",
+    "restore_trainer",
+    "trainer_class",
+]

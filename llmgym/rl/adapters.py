@@ -1,0 +1,89 @@
+"""A trainer's weights as the directories vLLM loads: its LoRA weights as a standard PEFT
+adapter directory (what ``llmgym export`` writes and what a trainer acting through vLLM
+hot-loads after each update), or a full fine-tune's whole model as a checkpoint directory
+(what such a trainer has vLLM reload after each update).
+
+Adapters that were merged into the weights during training (a KL reference refreshed after
+the SFT warm start, or REINFORCE's refreshes) are folded in exactly: ``k`` adapters of rank
+``r`` become one of rank ``k * r`` (their A matrices stacked, their B matrices side by side,
+``lora_alpha`` scaled by ``k`` so the scale ``alpha / r`` is unchanged).
+
+Example:
+    >>> rng = np.random.default_rng(0)
+    >>> a1, a2 = rng.normal(size=(2, 4, 3))  # two rank-2 adapters of a 3 -> 5 linear layer
+    >>> b1, b2 = rng.normal(size=(2, 5, 2))
+    >>> folded = fold_adapters([{"m.lora_A.weight": a1[:2], "m.lora_B.weight": b1},
+    ...                         {"m.lora_A.weight": a2[:2], "m.lora_B.weight": b2}])
+    >>> folded["m.lora_A.weight"].shape, folded["m.lora_B.weight"].shape
+    ((4, 3), (5, 4))
+    >>> delta = folded["m.lora_B.weight"] @ folded["m.lora_A.weight"]
+    >>> bool(np.allclose(delta, b1 @ a1[:2] + b2 @ a2[:2]))
+    True
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from llmgym.errors import ExportError
+
+
+def fold_adapters(states: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One LoRA state dict equal to the sum of ``states`` (same modules, same rank each):
+    ``sum_i B_i A_i = [B_1 ... B_k] [A_1; ...; A_k]``. Works on torch tensors and numpy arrays."""
+    cat = _concatenate(states[0])
+    out = {}
+    for key in states[0]:
+        parts = [state[key] for state in states]
+        if ".lora_A." in key:
+            out[key] = cat(parts, 0)
+        elif ".lora_B." in key:
+            out[key] = cat(parts, 1)
+        else:
+            raise ExportError(f"The adapter holds {key!r}, which is not a LoRA matrix.")
+    return out
+
+
+def _concatenate(state: dict[str, Any]) -> Any:
+    first = next(iter(state.values()))
+    if isinstance(first, np.ndarray):
+        return lambda parts, dim: np.concatenate(parts, axis=dim)
+    import torch
+
+    return lambda parts, dim: torch.cat(parts, dim=dim)
+
+
+def write_adapter(trainer: Any, out: str | Path) -> None:
+    """Write ``trainer``'s LoRA weights (merged adapters folded in) as a PEFT adapter directory
+    ``out``; also what a trainer acting through vLLM hot-loads after each update."""
+    from peft import get_peft_model_state_dict
+    from safetensors.torch import save_file
+
+    from llmgym.policy.models import get_model_defaults
+
+    current = {k: v.detach().cpu() for k, v in get_peft_model_state_dict(trainer.model).items()}
+    states = [*trainer.merged_adapters, current]
+    lora = copy.deepcopy(trainer.model.peft_config["default"])
+    lora.r *= len(states)
+    lora.lora_alpha *= len(states)
+    name = trainer.config.policy.model
+    out = Path(out)
+    lora.base_model_name_or_path = get_model_defaults(name).hub_id if name != "tiny" else name
+    out.mkdir(parents=True, exist_ok=True)
+    lora.save_pretrained(str(out))
+    weights = {k: v.contiguous() for k, v in fold_adapters(states).items()}
+    save_file(weights, str(out / "adapter_model.safetensors"), metadata={"format": "pt"})
+
+
+def write_weights(trainer: Any, out: str | Path) -> None:
+    """Write ``trainer``'s whole language model (a full fine-tune) as a Hugging Face checkpoint
+    directory ``out`` (config and safetensors weights), which vLLM reloads in place."""
+    trainer.model.save_pretrained(str(out), safe_serialization=True)
+
+
+__all__ = ["fold_adapters", "write_adapter", "write_weights"]

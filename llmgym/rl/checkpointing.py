@@ -1,0 +1,246 @@
+"""What a trainer saves and restores: checkpoints (weights, merged adapters, extra modules,
+optimizer, RNG states, counters, config) for ``--resume``, and the small policy directory
+(``save_policy``) that ``llm:MODEL@PATH`` loads. Where they go and how a kill at any point is
+survived is ``checkpoints.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from llmgym.errors import TrainingError
+from llmgym.rl import checkpoints
+
+REF_HEAD_FILE = "reference_head.safetensors"
+TRAINING_STATS = ("count", "total", "outer")  # the whitener's statistics: only for training
+
+
+class Checkpointing:
+    """Mixed into ``Trainer`` (it reads the trainer's model, modules, optimizer and counters).
+    The main process writes; with several processes the others wait for it."""
+
+    def save_checkpoint(self) -> Path:
+        """Adapter (safetensors) + extra modules + optimizer + RNG states + counters + config
+        (written by the main process; the others wait for it)."""
+        path = self.run_dir / "checkpoints" / f"iter_{self.iteration:06d}"
+        if self.processes.is_main:
+            self._write_checkpoint(path)
+        self.processes.wait()
+        return path
+
+    def _write_checkpoint(self, path: Path) -> None:
+        torch = self.torch
+        from safetensors.torch import save_file
+
+        tmp = path.with_name(path.name + ".tmp")
+        self._save_weights(tmp, policy_only=False)
+        if self._ref_head is not None:
+            save_file(_contiguous(self._ref_head.state_dict()), str(tmp / REF_HEAD_FILE))
+        torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
+        kind, keys, pos, has_gauss, gauss = np.random.get_state()
+        rng = {  # plain types and tensors only, so it loads with torch.load(weights_only=True)
+            "python": random.getstate(),
+            "numpy": (kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss),
+            "torch": torch.get_rng_state(),
+        }
+        if torch.cuda.is_available():
+            rng["cuda"] = torch.cuda.get_rng_state_all()
+        generator = getattr(self.policy, "generator", None)
+        if generator is not None:
+            rng["policy"] = generator.get_state()
+        torch.save(rng, tmp / "rng.pt")
+        state = self._state() | {
+            "seeds_used": self.seeds_used,
+            "skipped_updates": self.skipped_updates,
+            "ent_boost": self.ent_boost,
+            "features_frozen": self.features_frozen,
+        }
+        (tmp / "trainer_state.json").write_text(json.dumps(state | self.extra_state(), indent=2))
+        checkpoints.commit(tmp, path)  # rename-aside replacement, atomic `latest`
+
+    def save_policy(self, path: str | Path) -> Path:
+        """A small directory that restores the acting policy completely (the adapter, merged
+        adapters, the action head; no optimizer, RNG or critic): ``llm:MODEL@PATH`` and
+        :func:`~llmgym.rl.load_trained_policy` load it."""
+        path = Path(path)
+        if self.processes.is_main:
+            self._save_weights(path, policy_only=True)
+            state = self._state() | {"policy_only": True}
+            (path / "trainer_state.json").write_text(json.dumps(state, indent=2))
+        self.processes.wait()
+        return path
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "iteration": self.iteration,
+            "env_steps": self.env_steps,
+            "episodes_done": self.episodes_done,
+            "merged_adapters": len(self.merged_adapters),
+            "algo": self.algo,
+            "lora": self.config.lora.enabled,
+        }
+
+    def _save_weights(self, path: Path, policy_only: bool) -> None:
+        """The trained language-model weights, merged adapters, extra modules (a policy
+        directory keeps only the action head, without its training statistics) and config."""
+        from safetensors.torch import save_file
+
+        path.mkdir(parents=True, exist_ok=True)
+        save_file(_contiguous(self.model_state()), str(path / "model.safetensors"))
+        for i, state in enumerate(self.merged_adapters):
+            save_file(_contiguous(state), str(path / f"merged_{i:03d}.safetensors"))
+        for name, module in self.extra_modules.items():
+            if policy_only and name != "action_head":
+                continue
+            state = module.state_dict()
+            if policy_only:
+                state = {k: v for k, v in state.items() if k.split(".")[-1] not in TRAINING_STATS}
+            save_file(_contiguous(state), str(path / f"{name}.safetensors"))
+        (path / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2, default=str))
+
+    def model_state(self) -> dict[str, Any]:
+        if not self.config.optim.train_backbone:
+            return {}
+        if self.config.lora.enabled:
+            from peft import get_peft_model_state_dict
+
+            return get_peft_model_state_dict(self.model)
+        state, seen = {}, set()
+        for key, value in self.model.state_dict().items():
+            if value.data_ptr() not in seen:  # a tied weight (lm_head = embeddings) once
+                seen.add(value.data_ptr())
+                state[key] = value
+        return state
+
+    def extra_state(self) -> dict[str, Any]:
+        """Hook: algorithm counters to checkpoint (JSON-serialisable)."""
+        return {}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        """Hook: restore what :meth:`extra_state` saved."""
+
+    def latest_checkpoint(self) -> Path | None:
+        return checkpoints.latest(self.run_dir / "checkpoints")
+
+    def load_checkpoint(self, path: str | Path | None = None) -> None:
+        """Restore everything :meth:`save_checkpoint` wrote; the next iteration then matches
+        the uninterrupted run."""
+        import pickle
+
+        from safetensors import SafetensorError
+
+        ckpt = Path(path) if path else self.latest_checkpoint()
+        if ckpt is None or not ckpt.exists():
+            raise TrainingError(
+                f"No checkpoint to resume in {self.run_dir}; drop --resume or point --output at "
+                "an earlier run directory."
+            )
+        try:
+            self._load_checkpoint(ckpt)
+            self._seed_sampling()
+        except TrainingError:
+            raise  # already one sentence (e.g. another algo's or model's checkpoint)
+        except (
+            OSError,
+            EOFError,
+            ValueError,  # json.JSONDecodeError too
+            KeyError,
+            TypeError,
+            RuntimeError,  # torch.load, load_state_dict
+            SafetensorError,
+            pickle.UnpicklingError,  # torch.load(weights_only=True) of a cut file
+        ) as error:
+            why = (str(error).splitlines() or [type(error).__name__])[0][:200]
+            raise TrainingError(
+                f"The checkpoint {ckpt} is damaged ({type(error).__name__}: {why}); delete it to "
+                "resume from an earlier one, or start afresh without --resume."
+            ) from None
+
+    def _load_checkpoint(self, ckpt: Path) -> None:
+        """The body of :meth:`load_checkpoint`, which turns its errors into one sentence."""
+        torch = self.torch
+        from safetensors.torch import load_file
+
+        state = json.loads((ckpt / "trainer_state.json").read_text())
+        if state.get("algo") != self.algo:
+            raise TrainingError(
+                f"The checkpoint in {ckpt} was written by {state.get('algo')!r}, not "
+                f"{self.algo!r}; resume with --algo {state.get('algo')}."
+            )
+        for i in range(state.get("merged_adapters", 0)):
+            from peft import set_peft_model_state_dict
+
+            merged = load_file(str(ckpt / f"merged_{i:03d}.safetensors"))
+            set_peft_model_state_dict(self.model, merged)
+            self.merged_adapters.append(merged)
+            from peft import get_peft_model
+
+            base = self.model.merge_and_unload()
+            self.model = get_peft_model(base, self._lora_config(base))
+            self.model.train()
+            self.policy.model = self.model
+        weights = load_file(str(ckpt / "model.safetensors"), device=str(self.device))
+        if not self.config.optim.train_backbone:
+            pass
+        elif self.config.lora.enabled:
+            from peft import set_peft_model_state_dict
+
+            set_peft_model_state_dict(self.model, weights)
+        else:
+            # Every unique tensor, and nothing the model lacks (older checkpoints stored
+            # both names of a tied weight).
+            saved, needed = set(weights), set(self.model_state())
+            if not needed <= saved <= set(self.model.state_dict()):
+                raise TrainingError(
+                    f"The checkpoint {ckpt} holds weights for another model "
+                    f"({len(needed - saved)} missing, {len(saved - set(self.model.state_dict()))} "
+                    "unexpected); resume with the model it was trained with."
+                )
+            self.model.load_state_dict(weights, strict=False)  # tied weights come along
+        policy_only = state.get("policy_only", False)
+        for name, module in self.extra_modules.items():
+            file = ckpt / f"{name}.safetensors"
+            if policy_only and not file.exists():
+                continue  # a policy directory keeps the action head only
+            module.load_state_dict(load_file(str(file)), strict=not policy_only)
+        if policy_only:
+            self.iteration, self.env_steps = state["iteration"], state["env_steps"]
+            self.episodes_done = state["episodes_done"]
+            return
+        if (ckpt / REF_HEAD_FILE).exists() and self.policy.head is not None:
+            import copy
+
+            self._ref_head = copy.deepcopy(self.policy.head).requires_grad_(False)
+            self._ref_head.load_state_dict(load_file(str(ckpt / REF_HEAD_FILE)))
+        self.optimizer = self._make_optimizer()
+        self.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
+        rng = torch.load(ckpt / "rng.pt", weights_only=True)
+        random.setstate(rng["python"])
+        kind, keys, pos, has_gauss, gauss = rng["numpy"]
+        np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
+        torch.set_rng_state(rng["torch"])
+        if "cuda" in rng and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(rng["cuda"])
+        if "policy" in rng and getattr(self.policy, "generator", None) is not None:
+            self.policy.generator.set_state(rng["policy"])
+        self.iteration = state["iteration"]
+        self.env_steps = state["env_steps"]
+        self.episodes_done = state["episodes_done"]
+        self.seeds_used = state["seeds_used"]
+        self.skipped_updates = state["skipped_updates"]
+        self.ent_boost = state.get("ent_boost", 0.0)
+        self.features_frozen = state.get("features_frozen", False)
+        self.load_extra_state(state)
+        self._ref_cache.clear()
+
+
+def _contiguous(state: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.detach().contiguous().cpu() for k, v in state.items()}
+
+
+__all__ = ["REF_HEAD_FILE", "TRAINING_STATS", "Checkpointing"]

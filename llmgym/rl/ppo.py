@@ -1,0 +1,302 @@
+"""PPO for LLM agents in text envs (turn-level), in one file.
+
+How it departs from PPO as written for Atari/MuJoCo (Schulman et al. 2017; CleanRL's
+``ppo.py``):
+
+- the actor is the LLM policy; an *action* is a whole turn: one candidate in score mode, the
+  whole completion in generate mode (the clipped ratio is then taken per completion token and
+  averaged over the turn's tokens; prompt tokens never carry loss);
+- the critic is a small MLP value head on the backbone's hidden state at the last prompt
+  token (as in TWOSOME / GLAM); by default its input is detached so the value loss cannot pull
+  the language model away from the policy objective;
+- ``value_norm`` makes the critic independent of the returns' scale: it predicts returns
+  normalized by a running mean and standard deviation (MAPPO's value normalization, Yu et
+  al. 2022), so a zero critic already outputs the mean return and learns deviations of order
+  one; a plain critic must first grow its bias to the returns' scale at the rate of its
+  optimizer's steps (``value_lr`` per step for Adam);
+- GAE runs across the turns of an episode (gamma/lambda per turn, not per token);
+- iterations collect *complete* episodes (a truncated one bootstraps from V(final obs));
+- ``mirror`` (envs with a mirror symmetry, e.g. CartPole) adds each state's mirror image with
+  the mirrored action and the same advantage, so an update moves a symmetric policy alike on
+  both sides;
+- ``target_kl`` stops the epoch loop early once the approximate KL between the rollout
+  policy and the current one exceeds it; an optional KL penalty to the reference (the model
+  with the LoRA adapter switched off) keeps the policy near the pretrained model.
+
+Run it::
+
+    llmgym train Text-Blackjack-v1 --algo ppo --mode score --sft auto --steps 3000
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from llmgym.errors import ConfigError
+from llmgym.rl.config import TrainConfig
+from llmgym.rl.losses import clipped_surrogate, k3_kl, token_clipped_surrogate
+from llmgym.rl.mirror import check_mirror, mirrored_samples
+from llmgym.rl.trainer import Trainer, mean_stats
+from llmgym.rollout import Episode
+
+
+@dataclass
+class PPOConfig(TrainConfig):
+    """PPO hyperparameters (plus the shared :class:`TrainConfig` fields)."""
+
+    algo: str = "ppo"
+    """Algorithm name (fixed)."""
+    gamma: float = 1.0
+    """Discount per turn."""
+    gae_lambda: float = 0.95
+    """GAE lambda across turns."""
+    update_epochs: int = 2
+    """Passes over each batch of rollouts."""
+    clip_coef: float = 0.2
+    """Ratio clipping range."""
+    clip_vloss: bool = False
+    """Clip the value loss around the rollout values."""
+    vf_coef: float = 0.5
+    """Value loss weight."""
+    ent_coef: float = 0.01
+    """Entropy bonus weight."""
+    kl_coef: float = 0.0
+    """Weight of a KL penalty to the reference policy (0 = none)."""
+    target_kl: float | None = 0.05
+    """Stop the epoch loop once approx KL(rollout || current) exceeds this (None = never)."""
+    norm_adv: bool = True
+    """Normalise advantages over the batch."""
+    value_hidden: int = 128
+    """Width of the value head's hidden layer."""
+    value_detach: bool = True
+    """Feed the value head detached features (the value loss trains the head only)."""
+    value_lr: float = 1e-3
+    """Learning rate of the value head."""
+    value_norm: bool = False
+    """Train the critic on returns normalized by running statistics (see above)."""
+    value_norm_decay: float = 0.9
+    """Weight of the previous statistics when an update's returns are averaged in."""
+    mirror: bool = False
+    """Also train on each state's mirror image with the mirrored action and the same advantage
+    (envs whose catalog entry declares a mirror symmetry: CartPole; see ``mirror.py``)."""
+
+
+class PPOTrainer(Trainer):
+    """PPO with a value head on the last prompt token; see the module docstring."""
+
+    algo = "ppo"
+    config: PPOConfig
+
+    def setup(self) -> None:
+        torch = self.torch
+        if not 0.0 <= self.config.value_norm_decay < 1.0:
+            raise ConfigError(
+                f"value_norm_decay must be in [0, 1), not {self.config.value_norm_decay}."
+            )
+        if self.config.mirror:
+            policy = self.config.policy
+            check_mirror(self.envs[0] if self.envs else None, policy.mode, policy.history)
+        hidden = self.model.config.hidden_size if hasattr(self.model, "config") else None
+        hidden = hidden or self.model.get_base_model().config.hidden_size
+        if self.policy.head is not None:  # linear on the action head's whitened features
+            head = torch.nn.Linear(self.policy.head.feature_size, 1)
+            torch.nn.init.zeros_(head.weight)
+            torch.nn.init.zeros_(head.bias)
+        else:
+            gen = torch.Generator().manual_seed(self.config.run.seed + 17)
+            head = torch.nn.Sequential(
+                torch.nn.Linear(hidden, self.config.value_hidden),
+                torch.nn.Tanh(),
+                torch.nn.Linear(self.config.value_hidden, 1),
+            )
+            with torch.no_grad():
+                for p in head.parameters():
+                    p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
+        self.value_head = head.to(self.device)
+        self.extra_modules["value_head"] = self.value_head
+        self.module_lr["value_head"] = self.config.value_lr
+        self._np_rng = np.random.default_rng(self.config.run.seed + 1)
+        # value_norm: decayed sums of the returns and their squares, and of the weights
+        self._return_sums = [0.0, 0.0, 0.0]
+
+    def normalized_value(self, hidden: Any) -> Any:
+        """The value head's output: the value itself, or with ``value_norm`` its normalized
+        form."""
+        features = self.policy.features(hidden)
+        features = features.detach() if self.config.value_detach else features
+        return self.value_head(features).squeeze(-1)
+
+    def value(self, hidden: Any) -> Any:
+        """The value in return units."""
+        mean, std = self.return_scale()
+        return self.normalized_value(hidden) * std + mean
+
+    def return_scale(self) -> tuple[float, float]:
+        """Mean and standard deviation that ``value_norm`` divides the returns by (0 and 1 until
+        the first update, and without ``value_norm``)."""
+        total, squares, weight = self._return_sums
+        if weight == 0.0:
+            return 0.0, 1.0
+        mean = total / weight
+        return mean, max(squares / weight - mean**2, 1e-2) ** 0.5
+
+    def renormalize(self, returns: list[float]) -> None:
+        """Average a batch's returns (over every process) into the running statistics."""
+        mean, std = self.processes.mean_std(returns, ddof=0)
+        decay = self.config.value_norm_decay
+        for i, x in enumerate((mean, std**2 + mean**2, 1.0)):
+            self._return_sums[i] = decay * self._return_sums[i] + (1 - decay) * x
+
+    def extra_state(self) -> dict[str, Any]:
+        return {"np_rng": self._np_rng.bit_generator.state, "return_sums": self._return_sums}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        if "np_rng" in state:
+            self._np_rng.bit_generator.state = state["np_rng"]
+        self._return_sums = list(state.get("return_sums", [0.0, 0.0, 0.0]))
+
+    # ---- advantages ------------------------------------------------------------------------
+
+    def _rollout_stats(self, samples: list[Any]) -> tuple[Any, Any, list[Any] | None]:
+        """Old log-probs, values and (generate mode) old token log-probs, without autograd."""
+        torch = self.torch
+        outs = self.rollout_recompute(samples)
+        with torch.no_grad():
+            values = torch.cat([self.value(out.hidden) for out in outs])
+        logps = torch.cat([out.logprob.float() for out in outs])
+        tokens = [t.float() for out in outs for t in getattr(out, "token_logprobs", None) or []]
+        return logps, values, (tokens or None)
+
+    def _bootstrap(self, episodes: list[Episode]) -> dict[int, float]:
+        """V(final observation) for episodes cut by the time limit."""
+        cut = [e for e in episodes if e.truncated]
+        if not cut:
+            return {}
+        torch = self.torch
+        with torch.no_grad():
+            samples = self.policy.act(
+                [e.final_observation for e in cut], [e.final_info for e in cut]
+            )
+            values = self.value(self.evaluate_samples(samples).hidden).tolist()
+        return {e.index: v for e, v in zip(cut, values)}
+
+    def compute_advantages(self, episodes: list[Episode], values: list[float]) -> None:
+        """GAE across turns, written into each step's ``advantage`` and ``ret``."""
+        cfg = self.config
+        boot = self._bootstrap(episodes)
+        k = 0
+        for ep in episodes:
+            vals = values[k : k + ep.length]
+            k += ep.length
+            last_gae = 0.0
+            for t in reversed(range(ep.length)):
+                step = ep.steps[t]
+                if t == ep.length - 1:
+                    next_value = boot.get(ep.index, 0.0) if not step.terminated else 0.0
+                else:
+                    next_value = vals[t + 1]
+                delta = step.reward + cfg.gamma * next_value - vals[t]
+                last_gae = delta + cfg.gamma * cfg.gae_lambda * last_gae
+                step.value = vals[t]
+                step.advantage = last_gae
+                step.ret = last_gae + vals[t]
+
+    # ---- the update --------------------------------------------------------------------------
+
+    def update(self, episodes: list[Episode]) -> dict[str, float]:
+        torch, cfg = self.torch, self.config
+        steps = [s for e in episodes for s in e.steps]
+        samples = [s.sample for s in steps]
+        n = len(steps)  # the acted samples; with ``mirror`` their mirror images follow
+        if cfg.mirror:
+            samples += mirrored_samples(self.policy, self.envs[0], steps)
+        old_logp, old_values, old_tokens = self._rollout_stats(samples)
+        self.compute_advantages(episodes, old_values[:n].tolist())
+        copies = 2 if cfg.mirror else 1
+        adv = torch.tensor([s.advantage for s in steps] * copies, device=self.device)
+        returns = torch.tensor([s.ret for s in steps] * copies, device=self.device)
+        if cfg.value_norm:
+            self.renormalize(returns.tolist())
+        ret_mean, ret_std = self.return_scale()  # the critic's targets (normalized by value_norm)
+        targets, old_targets = (returns - ret_mean) / ret_std, (old_values - ret_mean) / ret_std
+        if cfg.norm_adv and self.processes.sum([len(steps)])[0] > 1:  # over every process
+            mean, std = self.processes.mean_std(adv.tolist(), ddof=1)
+            adv = (adv - mean) / (std + 1e-8)
+        ref = self.reference_logprobs(samples) if cfg.kl_coef > 0 else None
+        generate = cfg.policy.mode == "generate" and old_tokens is not None
+
+        def loss_fn(idx: list[int]) -> tuple[Any, dict[str, float]]:
+            out = self.evaluate_samples([samples[i] for i in idx])
+            a = adv[idx]
+            logratio = out.logprob.float() - old_logp[idx]
+            ratio = logratio.exp()
+            if generate:  # per-token ratio, averaged over each completion
+                token_logratios = [
+                    out.token_logprobs[j].float() - old_tokens[i] for j, i in enumerate(idx)
+                ]
+                pg_loss = token_clipped_surrogate(token_logratios, a, cfg.clip_coef).mean()
+            else:
+                pg_loss = clipped_surrogate(logratio, a, cfg.clip_coef).mean()
+            v = self.normalized_value(out.hidden)
+            if cfg.clip_vloss:
+                v_clip = old_targets[idx] + (v - old_targets[idx]).clamp(
+                    -cfg.clip_coef, cfg.clip_coef
+                )
+                v_loss = (
+                    0.5 * torch.max((v - targets[idx]) ** 2, (v_clip - targets[idx]) ** 2).mean()
+                )
+            else:
+                v_loss = 0.5 * ((v - targets[idx]) ** 2).mean()
+            entropy = out.entropy.float().mean()
+            loss = pg_loss - self.ent_coef * entropy + cfg.vf_coef * v_loss
+            kl = torch.zeros(())
+            if ref is not None:
+                kl = k3_kl(ref[idx], out.logprob.float())
+                loss = loss + cfg.kl_coef * kl
+            with torch.no_grad():
+                approx_kl = ((ratio - 1) - logratio).mean()
+                clipfrac = ((ratio - 1).abs() > cfg.clip_coef).float().mean()
+            stats = {"losses/kl": kl.item()} if ref is not None else {}
+            return loss, stats | {
+                "losses/policy": pg_loss.item(),
+                "losses/value": v_loss.item(),
+                "charts/entropy": entropy.item(),
+                "losses/approx_kl": approx_kl.item(),
+                "losses/clipfrac": clipfrac.item(),
+                "losses/total": loss.item(),
+            }
+
+        history: list[dict[str, float]] = []
+        epochs_run = 0
+        stop = False
+        for _epoch in range(cfg.update_epochs):
+            epochs_run += 1
+            for mb in self.processes.minibatches(
+                len(samples), cfg.optim.minibatch_size, self._np_rng
+            ):
+                stats = self.optimize(mb, loss_fn)
+                if stats is not None:
+                    history.append(stats)
+                    if cfg.target_kl is not None and stats["losses/approx_kl"] > cfg.target_kl:
+                        stop = True
+                        break
+            if stop:
+                break
+        metrics = mean_stats(history)
+        with torch.no_grad():  # over the acted samples
+            var_y = returns[:n].var()
+            residual = returns[:n] - old_values[:n]
+            explained = 1 - residual.var() / var_y if var_y > 0 else torch.tensor(0.0)
+        metrics |= {
+            "losses/explained_variance": float(explained),
+            "losses/epochs": float(epochs_run),
+            "losses/early_stop": float(stop),
+            "charts/value_mean": float(old_values[:n].mean()),
+        }
+        return metrics
+
+
+__all__ = ["PPOConfig", "PPOTrainer"]
