@@ -31,7 +31,6 @@ from gymnasium import spaces
 
 from llmgym.baselines.base import BaselineAgent, format_action
 from llmgym.baselines.planning import blackjack_solution, solve_tabular
-from llmgym.envs.catalog import CATALOG
 from llmgym.envs.registration import DEFAULT_MAX_STEPS, base_env_id, make_eval_env
 from llmgym.errors import AgentError
 
@@ -184,8 +183,8 @@ def pendulum_controller(obs: Any) -> np.ndarray:
     return np.array([np.clip(torque, -2.0, 2.0)], dtype=np.float32)
 
 
-#: The optimal or heuristic agents, by the name a catalog entry's ``expert`` gives; each
-#: builds the policy function (base observation -> base action) from the env.
+#: The optimal or heuristic agents by name; each builds the policy function (base observation
+#: -> base action) from the env.
 EXPERTS: dict[str, Callable[[gym.Env], Callable[[Any], Any]]] = {
     "blackjack": _blackjack,  # exact dynamic programming
     "tabular": _tabular,  # value iteration on env.unwrapped.P
@@ -195,9 +194,18 @@ EXPERTS: dict[str, Callable[[gym.Env], Callable[[Any], Any]]] = {
     "acrobot": lambda env: acrobot_controller,
     "pendulum": lambda env: pendulum_controller,
 }
-#: The expert of each base env, keyed by the unwrapped class name (from the catalog).
+#: The expert of each base env, keyed by the unwrapped class name (a catalog entry's
+#: ``env_class``, so it serves every env of that class): where to give a new env its expert.
 OPTIMAL: dict[str, Callable[[gym.Env], Callable[[Any], Any]]] = {
-    e.env_class: EXPERTS[e.expert] for e in CATALOG if e.env_class and e.expert
+    "CartPoleEnv": EXPERTS["cartpole"],
+    "AcrobotEnv": EXPERTS["acrobot"],
+    "MountainCarEnv": EXPERTS["mountain_car"],
+    "Continuous_MountainCarEnv": EXPERTS["mountain_car_continuous"],
+    "PendulumEnv": EXPERTS["pendulum"],
+    "BlackjackEnv": EXPERTS["blackjack"],
+    "FrozenLakeEnv": EXPERTS["tabular"],  # FrozenLake and FrozenLake8x8
+    "TaxiEnv": EXPERTS["tabular"],
+    "CliffWalkingEnv": EXPERTS["tabular"],
 }
 
 

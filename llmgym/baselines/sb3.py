@@ -9,7 +9,7 @@ Models are cached under ``$LLMGYM_CACHE`` (default ``~/.cache/llmgym/baselines``
 ``<env>-<algo>-s<seed>-<hash>.safetensors`` (the policy network's weights and, for a recipe
 trained under ``VecNormalize``, its observation mean and variance) plus a ``.json`` recipe of
 how they were trained; the hash covers the hyperparameters and env kwargs, so
-editing a recipe (an entry's ``sb3`` in ``llmgym.envs.catalog``) retrains. Loading never
+editing a recipe (``llmgym.baselines.sb3_recipes``) retrains. Loading never
 unpickles: the policy is rebuilt from the known algorithm class and its recipe, and the
 weights are loaded with ``strict=True``. SB3's own ``.zip`` files (pickles inside) are never
 read; an old zip cache or any file that is not what llmgym wrote is refused with one sentence.
@@ -35,7 +35,7 @@ import numpy as np
 from gymnasium import spaces
 
 from llmgym.baselines.base import BaselineAgent
-from llmgym.envs.catalog import CATALOG, SB3Config
+from llmgym.baselines.sb3_recipes import RECIPES, SB3Config
 from llmgym.envs.registration import base_env_id, make_eval_env
 from llmgym.errors import AgentError
 
@@ -46,9 +46,9 @@ CACHE_FORMAT = "llmgym-sb3-policy-v1"
 OBS_MEAN, OBS_VAR = "vec_normalize.obs_mean", "vec_normalize.obs_var"
 
 
-#: (base env id, algo) -> training recipe, from the catalog's ``sb3`` recipes.
+#: (base env id, algo) -> training recipe, from ``llmgym.baselines.sb3_recipes.RECIPES``.
 HYPERPARAMS: dict[tuple[str, str], SB3Config] = {
-    (e.base, algo): config for e in CATALOG if e.base for algo, config in e.sb3.items()
+    (base, algo): config for base, recipes in RECIPES.items() for algo, config in recipes.items()
 }
 
 
@@ -181,7 +181,7 @@ def _build(
     config: SB3Config | None = None,
 ) -> Any:
     """A fresh SB3 model of the known class and recipe (untrained; ``config``, else the
-    catalog's); its envs are wrapped in ``VecNormalize`` (gamma the recipe's) when the recipe
+    env's recipe); its envs are wrapped in ``VecNormalize`` (gamma the recipe's) when the recipe
     says so and ``for_training``."""
     import stable_baselines3 as sb3
     from stable_baselines3.common.env_util import make_vec_env
@@ -327,7 +327,7 @@ def learning_curve(
     env_kwargs: dict[str, Any] | None = None,
     config: SB3Config | None = None,
 ) -> LearningCurve:
-    """Train a fresh SB3 model (``config``, else the catalog's recipe for ``(env, algo)``;
+    """Train a fresh SB3 model (``config``, else the recipe of ``(env, algo)``;
     nothing cached) for ``budget`` env steps and evaluate it with ``eval_fn`` before training,
     then whenever another ``eval_every`` steps are done, and at the end. ``eval_fn`` gets the
     model as an :class:`SB3Agent` (deterministic actions), so it can play the ``Text-*`` env

@@ -29,12 +29,16 @@ from typing import Any
 import numpy as np
 
 from llmgym.bench.costs import TrainingCost, training_cost
-from llmgym.envs.catalog import CATALOG
+from llmgym.envs.catalog import text_id
 
-#: Published (random, best known) returns for when a run lacks random or reference rows
-#: (the catalog's ``reference``; see the project's REFERENCE.md).
+#: Published (random, best known) returns for when a run lacks random or reference rows (see
+#: the project's REFERENCE.md), keyed by the catalog's text ids.
 REFERENCE_RETURNS: dict[str, tuple[float, float]] = {
-    e.id: e.reference for e in CATALOG if e.reference is not None
+    text_id("CartPole"): (22.0, 500.0),
+    text_id("Acrobot"): (-500.0, -73.5),
+    text_id("MountainCar"): (-200.0, -100.8),
+    text_id("Blackjack"): (-0.394, -0.0431),
+    text_id("FrozenLake"): (0.0139, 0.744),
 }
 REFERENCE_AGENTS = ("optimal", "sb3-ppo", "sb3-dqn", "sb3-a2c")
 BOOTSTRAP_SAMPLES = 2000

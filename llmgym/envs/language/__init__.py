@@ -22,6 +22,6 @@ from llmgym.envs.catalog import ARITHMETIC_CONFIG, CATALOG
 
 #: Every language-native id, in bench order (registered only when its extra is installed;
 #: each is an entry of ``llmgym.envs.catalog``).
-LANGUAGE_SUITE = [e.id for e in CATALOG if "language" in e.suites]
+LANGUAGE_SUITE = [e.id for e in CATALOG if e.entry_point is not None]
 
 __all__ = ["ARITHMETIC_CONFIG", "LANGUAGE_SUITE"]
