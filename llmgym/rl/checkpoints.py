@@ -7,9 +7,13 @@ pointer and metrics rows, each recorded exactly once.
 - ``checkpoints/latest`` is written to a temporary file and renamed over the old pointer. A
   pointer that is missing, garbled or names an incomplete checkpoint falls back to the newest
   complete one.
-- A fresh run into an existing directory starts a new ``metrics.csv`` and moves old
+- Metrics rows are appended to ``metrics.jsonl`` one whole line at a time (``metrics.csv`` is
+  derived from it); a line cut by a kill is dropped on read and cut off before the next append.
+  Rows are logged before the checkpoint of their step, and a resume drops the rows past its
+  checkpoint (``MetricsLogger.truncate``).
+- A fresh run into an existing directory starts new metrics files and moves old
   checkpoints to ``checkpoints.previous``; ``log_once`` replaces a row that a resumed run logs
-  again (same env step, same columns) instead of appending a duplicate.
+  again (same env step, same columns) instead of appending a duplicate, in one atomic rewrite.
 
 Example:
     >>> import tempfile
@@ -106,6 +110,7 @@ def start_fresh(run_dir: Path) -> None:
     """A new run in ``run_dir``: no old metrics rows, old checkpoints moved aside (to
     ``checkpoints.previous``) so that ``--resume`` cannot pick them up."""
     (run_dir / "metrics.csv").unlink(missing_ok=True)
+    (run_dir / "metrics.jsonl").unlink(missing_ok=True)  # the record; metrics.csv is its view
     ckpts = run_dir / "checkpoints"
     if ckpts.exists():
         previous = run_dir / "checkpoints.previous"
@@ -116,11 +121,12 @@ def start_fresh(run_dir: Path) -> None:
 
 def log_once(logger: Any, metrics: dict[str, Any], step: int) -> None:
     """``logger.log`` unless a row with the same env step and columns exists (a resumed run
-    logging its final evaluation again): then that row is replaced."""
+    logging its final evaluation again): then that row is replaced, in the same atomic rewrite
+    that records the new one."""
     columns = {"env_steps", *metrics}
     for i, row in enumerate(logger.rows):
         same_step = str(row.get("env_steps")) == str(step)
         if same_step and {k for k, v in row.items() if v not in ("", None)} == columns:
-            del logger.rows[i]
-            break
+            logger.log(metrics, step, replaces=i)
+            return
     logger.log(metrics, step)

@@ -1,30 +1,44 @@
-"""Learning-curve plots of a run directory's ``metrics.csv`` (return, parse rate, KL, entropy)."""
+"""Learning-curve plots of a run directory's metrics (``metrics.jsonl``, or ``metrics.csv`` for
+a run logged before it): return, parse rate, KL, entropy."""
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 from typing import Any
 
+from llmgym.rl.logger import read_rows
+
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, float]]:
-    """Rows of ``metrics.csv`` with numeric values (blank or text cells are dropped)."""
-    path = Path(run_dir) / "metrics.csv"
-    if not path.exists():
+    """A run's logged rows with numeric values (blank, text or true/false values are dropped);
+    a row a kill cut short is left out.
+
+    Example:
+        >>> import tempfile
+        >>> from llmgym.rl.logger import MetricsLogger
+        >>> run = Path(tempfile.mkdtemp())
+        >>> logger = MetricsLogger(run, {}, tensorboard=False)
+        >>> logger.log({"eval/mean_return": 0.5, "diagnostics/top_action": "hit"}, step=16)
+        >>> read_metrics(run)
+        [{'env_steps': 16.0, 'eval/mean_return': 0.5}]
+    """
+    run_dir = Path(run_dir)
+    if not (run_dir / "metrics.jsonl").exists() and not (run_dir / "metrics.csv").exists():
         from llmgym.errors import TrainingError
 
         raise TrainingError(f"No metrics.csv in {run_dir}; pass the --output directory of a run.")
     rows = []
-    with path.open() as f:
-        for raw in csv.DictReader(f):
-            row = {}
-            for k, v in raw.items():
-                try:
-                    row[k] = float(v)
-                except (TypeError, ValueError):
-                    continue
-            rows.append(row)
+    for raw in read_rows(run_dir):
+        row = {}
+        for k, v in raw.items():
+            if isinstance(v, bool):  # metrics.csv spelt these True/False: not plotted
+                continue
+            try:
+                row[k] = float(v)
+            except (TypeError, ValueError):
+                continue
+        rows.append(row)
     return rows
 
 
