@@ -3,6 +3,11 @@
 # policies RL trained from scratch). Finished episodes are skipped, so rerunning resumes;
 # delete the output folder to start over. The SB3 agents play the committed policies in
 # benchmarks/results/classic/sb3/ (bash benchmarks/train_sb3_policies.sh trains any missing).
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
+  echo "usage: [OUT=DIR] bash benchmarks/classic_leaderboard.sh"
+  sed -n '2,/^set /s/^# \{0,1\}//p' "$0"  # the header above
+  exit 0
+fi
 set -euo pipefail
 OUT=${OUT:-benchmarks/results/classic}
 B="llmgym bench --seed 1000 --output $OUT"

@@ -9,6 +9,11 @@
 # On one H200 (16 cores), 2026-11-26, LIMIT=430 (the RL CartPole policy was then
 # cartpole-ppo-critic-s0): every cell finished except MountainCarContinuous in generate mode (no
 # batch of its 999-step episodes done); docs/baselines.md has the details.
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
+  echo "usage: [OUT=DIR] [LIMIT=SECONDS] bash benchmarks/classic_leaderboard_gpu.sh"
+  sed -n '2,/^set /s/^# \{0,1\}//p' "$0"  # the header above
+  exit 0
+fi
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-benchmarks/results/classic}

@@ -1,5 +1,10 @@
 # The classic leaderboard's SmolLM2 agents and env groups, sourced by classic_leaderboard.sh and
 # classic_leaderboard_gpu.sh so that both play the same cells.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then  # run, not sourced: say what it is for
+  echo "usage: source benchmarks/leaderboard_agents.sh   (sets ZS, GEN, EXACT_ENVS, LONG_DISCRETE,"
+  echo "       LONG_ENVS, BJ, LAKE, CARTPOLE for classic_leaderboard.sh and classic_leaderboard_gpu.sh)"
+  exit 0
+fi
 ZS="llm:smollm2-135m"
 GEN="llm:smollm2-135m,mode=generate"
 EXACT_ENVS=Text-Blackjack-v1,Text-FrozenLake-v1,Text-FrozenLake8x8-v1,Text-Taxi-v4,Text-CliffWalking-v1

@@ -7,13 +7,18 @@
 #   benchmarks/weights/rl/NAME/       the policy (action head; LoRA where trained): restore it with
 #                                     llmgym eval ENV --exact --agent "llm:smollm2-135m@benchmarks/weights/rl/NAME"
 # Usage: bash benchmarks/rl_from_scratch.sh [NAME ...]   (default: all of them; about 7 h)
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
+  echo "usage: [THREADS=N] [RESUME=1|SNAPSHOT=1] bash benchmarks/rl_from_scratch.sh [NAME ...]"
+  sed -n '2,/^set /s/^# \{0,1\}//p' "$0"  # the header above
+  exit 0
+fi
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LLMGYM=${LLMGYM:-.venv/bin/llmgym}
 THREADS=${THREADS:-1}  # CPU threads per run (THREADS=2 when nothing else needs the second core)
 # Blackjack: frozen LM + action head (SGD, the default), sampling at temperature 2, rates
 # annealed to 0 (the final policy is otherwise the noise of its last batches); PPO's critic
-# bootstraps more (gae_lambda 0.5); benchmarks/head_sweep.py compares these choices.
+# bootstraps more (gae_lambda 0.5); experiments/head_sweep.py compares these choices.
 HEAD="--set train_backbone=false --set update_epochs=8 --set temperature=2.0 --set ent_coef=0.05
       --set anneal_lr=true"
 
@@ -162,7 +167,7 @@ for name in "${@:-${ALL[@]}}"; do
         --set checkpoint_every=8 ;;
     cartpole-ppo-noprior-s0)
       # The vnorm policies are rules of the describer's words and lopsided: RIGHT only where the
-      # pole leans right and rotates right, LEFT elsewhere (benchmarks/cartpole_failures.py), as
+      # pole leans right and rotates right, LEFT elsewhere (experiments/cartpole_failures.py), as
       # the language model's own scores, which ignore the state, prefer LEFT everywhere; the cart
       # drifts right. Here the head alone scores the actions (lm_prior=false): a uniform start.
       cartpole "$name" --set value_norm=true --set lm_prior=false ;;
@@ -177,7 +182,7 @@ for name in "${@:-${ALL[@]}}"; do
       cartpole "$name" --set value_norm=true --set mirror=true ;;
     cartpole-ppo-mirror-noprior-s0)
       # cartpole-ppo-mirror-s0 stayed as lopsided as the runs before it: its head's bias toward
-      # LEFT grew to -81.6 (benchmarks/cartpole_failures.py on its checkpoint at 10,751 steps).
+      # LEFT grew to -81.6 (experiments/cartpole_failures.py on its checkpoint at 10,751 steps).
       # A mirrored pair of samples cancels its gradient on the head's bias only while the policy
       # itself is symmetric, and the language model's LEFT prior made it lopsided from the start.
       # Without that prior the policy starts uniform, so symmetric, and the pairs pull its bias
@@ -187,26 +192,26 @@ for name in "${@:-${ALL[@]}}"; do
       # The head of every run above read the last hidden state, where ridge probes read theta's
       # size well (0.90 / 0.93 held-out R^2, all states / one side) and theta_dot's poorly
       # (0.73 / 0.17); after decoder layer 4 theta_dot's reads 0.76 / 0.83
-      # (benchmarks/cartpole_readable.py --layers). vnorm with the head on both hidden states.
+      # (experiments/cartpole_readable.py --layers). vnorm with the head on both hidden states.
       cartpole "$name" --set value_norm=true --set 'head_layers=[4,-1]' ;;
     cartpole-ppo-layer8-s*)
       # Probes after each decoder layer read theta's size within one side at 0.84-0.91 after
       # layers 3-8 and theta_dot's at 0.73-0.83 after 2-8, the cart's position at 0.83 after 8
-      # (benchmarks/cartpole_readable.py --layers). With the head alone on hidden state 8
+      # (experiments/cartpole_readable.py --layers). With the head alone on hidden state 8
       # (lm_prior=false), each forward stops after 8 of the 30 layers. Otherwise
       # cartpole-ppo-noprior-s0 (160.00 on the last hidden state).
       cartpole "$name" --set value_norm=true --set lm_prior=false --set 'head_layers=[8]' ;;
     cartpole-ppo-layer8g-s*)
       # cartpole-ppo-layer8-s0/s1 ended at 174.00 and 173.20, their greedy episodes lost after
       # 167-194 steps with the cart drifting right, its velocity weighted against the expert's
-      # sign (benchmarks/cartpole_failures.py). Stopping a drift takes a push that pays off only
+      # sign (experiments/cartpole_failures.py). Stopping a drift takes a push that pays off only
       # much later; discount less (0.995 instead of 0.99), as on slippery FrozenLake.
       cartpole "$name" --set value_norm=true --set lm_prior=false --set 'head_layers=[8]' \
         --set gamma=0.995 ;;
     cartpole-ppo-deg-s*)
       # A symmetric policy (mirror) cannot lean on the offset the others balance with; it must read
       # the pole's rotation, which the default text writes as a small number in radians per second
-      # (benchmarks/cartpole_readable.py: within-side R^2 of theta_dot 0.17 from the features; 0.51
+      # (experiments/cartpole_readable.py: within-side R^2 of theta_dot 0.17 from the features; 0.51
       # with theta_dot also in degrees per second). vnorm with that text (these two were screened
       # on a GPU only: benchmarks/results/rl/cartpole_screen_symmetry/):
       cartpole "$name" --set value_norm=true --env-kwarg describer=cartpole-degrees ;;

@@ -6,6 +6,7 @@ benchmarks/results/rl/*.json (made by benchmarks/rl_from_scratch.sh).
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -42,6 +43,7 @@ def row(name: str, record: dict) -> str:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     print("| env | algo | SFT | training | start -> final (greedy) | evaluation | record |")
     print("|---|---|---|---|---|---|---|")
     for path in sorted(RECORDS.glob("*.json")):

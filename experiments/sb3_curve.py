@@ -2,10 +2,10 @@
 deterministic policy every ``--every`` env steps on the bench's seeds, to see where a fixed
 budget lands on it (e.g. DQN on CartPole, which swings between collapse and 500).
 
-    python benchmarks/sb3_curve.py CartPole-v1 dqn --budget 100000 --every 5000 --episodes 10
-    python benchmarks/sb3_curve.py Taxi-v4 dqn --budget 500000 --every 50000 \
+    python experiments/sb3_curve.py CartPole-v1 dqn --budget 100000 --every 5000 --episodes 10
+    python experiments/sb3_curve.py Taxi-v4 dqn --budget 500000 --every 50000 \
         --output benchmarks/results/classic/sb3_curves/Taxi-v4-dqn-500000.json
-    python benchmarks/sb3_curve.py Taxi-v4 ppo --budget 300000 --every 50000 --set ent_coef=0.05
+    python experiments/sb3_curve.py Taxi-v4 ppo --budget 300000 --every 50000 --set ent_coef=0.05
 
 Prints one ``env_steps value`` line per evaluation (and flushes it, so a long curve can be
 watched): the exact expected return of the deterministic policy where the env's transition
@@ -15,7 +15,7 @@ exploration schedule stretched over ``--budget``; ``--set KEY=VALUE`` changes on
 hyperparameters (the value read as JSON where it parses, e.g. ``0.05``, else as text, e.g.
 ``lin_7e-4``) and ``--n-envs`` its number of envs, to record an attempt at another recipe.
 ``--output`` also writes the curve, the recipe (with its overrides) and the command as JSON:
-the committed record of an attempt (``docs/baselines.md``, ``benchmarks/sb3_attempts.sh``).
+the committed record of an attempt (``docs/baselines.md``, ``experiments/sb3_attempts.sh``).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def main() -> None:
             "recipe": asdict(recipe),
             "overrides": overrides | ({"n_envs": args.n_envs} if args.n_envs else {}),
             "machine": f"{platform.machine()} CPU, one thread",
-            "command": "python benchmarks/sb3_curve.py " + " ".join(sys.argv[1:]),
+            "command": "python experiments/sb3_curve.py " + " ".join(sys.argv[1:]),
         }
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(record, indent=1, default=str) + "\n")

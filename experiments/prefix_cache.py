@@ -2,7 +2,7 @@
 
 Prints, per mode, the best of 3 calls (after a warm-up call that fills the cache).
 
-    python benchmarks/prefix_cache.py
+    python experiments/prefix_cache.py
 """
 
 from __future__ import annotations

@@ -9,12 +9,12 @@
 #   vnorm-s*     the same with value_norm (cartpole-ppo-vnorm-s0), seeds 0-2
 #   vnorm-t1-s*  value_norm, sampling at temperature 1 instead of 2, seeds 0-2
 #
-# Usage: LIMIT=400 bash benchmarks/cartpole_screen.sh OUTDIR
+# Usage: LIMIT=400 bash experiments/cartpole_screen.sh OUTDIR
 # On an H200 (16 cores, float32) the ten runs reached 4,178-5,406 env steps in 400 s each
 # (benchmarks/results/rl/cartpole_screen/NAME.csv are those curves).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: LIMIT=400 bash benchmarks/cartpole_screen.sh OUTDIR}
+out=${1:?usage: LIMIT=400 bash experiments/cartpole_screen.sh OUTDIR}
 LIMIT=${LIMIT:-400}
 PYTHON=${PYTHON:-python3}
 mkdir -p "$out"

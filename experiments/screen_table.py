@@ -1,8 +1,8 @@
-"""The figures of a CartPole screen (benchmarks/cartpole_screen.sh), one line per run: env steps
+"""The figures of a CartPole screen (experiments/cartpole_screen.sh), one line per run: env steps
 reached, throughput, explained variance of the critic over the last five updates, mean value
 and sampled return at the last update.
 
-Run: python benchmarks/screen_table.py [DIR]   (default: benchmarks/results/rl/cartpole_screen)
+Run: python experiments/screen_table.py [DIR]   (default: benchmarks/results/rl/cartpole_screen)
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ without the side words (``numbers``), and with theta_dot also in degrees per sec
 model's hidden states at that position (the shipped text; 0 the embeddings, i after decoder
 layer i, the last normalised), which ``--set head_layers=[...]`` lets the head read.
 
-    python benchmarks/cartpole_readable.py benchmarks/weights/rl/cartpole-ppo-vnorm-s0
-    python benchmarks/cartpole_readable.py benchmarks/weights/rl/cartpole-ppo-vnorm-s0 --layers
+    python experiments/cartpole_readable.py benchmarks/weights/rl/cartpole-ppo-vnorm-s0
+    python experiments/cartpole_readable.py benchmarks/weights/rl/cartpole-ppo-vnorm-s0 --layers
 """
 
 from __future__ import annotations

@@ -9,11 +9,11 @@ about 20 s on one CPU thread instead of 90 s. The base recipe is that of
 0.05, rates annealed to 0, 40 episodes per update, critic rate 3e-3). Writes
 ``benchmarks/results/head_sweep.json`` and prints a markdown table.
 
-    python benchmarks/head_sweep.py                         # every variant, seeds 0-5
-    python benchmarks/head_sweep.py --variants sgd --seeds 0,1
-    python benchmarks/head_sweep.py --variants grpo,grpo-t1 --seeds 0,1,2 \
+    python experiments/head_sweep.py                         # every variant, seeds 0-5
+    python experiments/head_sweep.py --variants sgd --seeds 0,1
+    python experiments/head_sweep.py --variants grpo,grpo-t1 --seeds 0,1,2 \
         --output benchmarks/results/head_sweep_grpo.json
-    python benchmarks/head_sweep.py --model tiny --episodes 80 --seeds 0   # smoke run
+    python experiments/head_sweep.py --model tiny --episodes 80 --seeds 0   # smoke run
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).parent / "results" / "head_sweep.json"
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "head_sweep.json"
 #: GRPO's recipe until groups of 4 (groups of 8 episodes on one deal; no critic), and the current
 #: one (``benchmarks/rl_from_scratch.sh``: groups of 4, 2 per update).
 GRPO: dict[str, Any] = {"algo": "grpo", "group_size": 8, "update_epochs": 8}
@@ -159,7 +159,7 @@ def main() -> None:
         "variants": {v: VARIANTS[v] for v in variants},
         "exact_values": results,
         "wall_s": round(time.perf_counter() - start, 1),
-        "command": "python benchmarks/head_sweep.py " + " ".join(sys.argv[1:]),
+        "command": "python experiments/head_sweep.py " + " ".join(sys.argv[1:]),
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(record, indent=2) + "\n")

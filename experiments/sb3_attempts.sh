@@ -4,7 +4,7 @@
 # policy at each evaluation; the recipe, its overrides and the command inside). The catalog's
 # recipes loop to the 200-step cap (-200) on both envs; each attempt trains 2-3x the catalog's
 # budget with more entropy (and, for one, longer rollouts). About 7 min on one CPU thread.
-# Usage: bash benchmarks/sb3_attempts.sh [NAME ...]   (default: all of them, in this order)
+# Usage: bash experiments/sb3_attempts.sh [NAME ...]   (default: all of them, in this order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -12,7 +12,7 @@ OUT=benchmarks/results/classic/sb3_curves
 
 attempt() {  # attempt NAME ENV ALGO BUDGET EVERY [--set K=V ...]
   local name=$1 env=$2 algo=$3 budget=$4 every=$5; shift 5
-  OMP_NUM_THREADS=1 $PY benchmarks/sb3_curve.py "$env" "$algo" --budget "$budget" \
+  OMP_NUM_THREADS=1 $PY experiments/sb3_curve.py "$env" "$algo" --budget "$budget" \
     --every "$every" --output "$OUT/$name.json" "$@"
 }
 

