@@ -29,9 +29,9 @@ from pathlib import Path
 
 from llmgym.agents.registry import make_agent
 from llmgym.evaluation.exact import exact_value
+from llmgym.policy.models import load_model_for
 from llmgym.rl import config_class, trainer_class
 from llmgym.rl.plotting import plot_run
-from llmgym.rl.trainer import load_model_for
 
 ENV_ID = "Text-Blackjack-v1"
 

@@ -140,7 +140,7 @@ def main() -> None:
         sys.exit(f"Unknown variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}.")
     seeds = [int(s) for s in args.seeds.split(",")]
 
-    from llmgym.rl.trainer import load_model_for
+    from llmgym.policy.models import load_model_for
 
     loaded, memo = load_model_for(args.model, "cpu"), {}
     results: dict[str, dict[str, float]] = {}

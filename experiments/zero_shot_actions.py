@@ -22,9 +22,9 @@ import numpy as np
 import torch
 
 import llmgym  # noqa: F401  (registers the Text-* envs)
-from llmgym.envs.describers import answer_format
+from llmgym.describers import answer_format
 from llmgym.policy import LLMPolicy, PolicyConfig
-from llmgym.rl.trainer import load_model_for
+from llmgym.policy.models import load_model_for
 
 ENVS = [
     "Text-CartPole-v1",

@@ -22,15 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 from rich.progress import Progress
 
 from llmgym.agents.registry import make_agent
 from llmgym.baselines.base import TextAgent
 from llmgym.envs.registration import make_eval_env
 from llmgym.errors import ConfigError
-from llmgym.evaluation.stats import finite_returns, mean_ci95
-from llmgym.rollout import Episode, play
+from llmgym.evaluation.evaluator import evaluate as evaluate_episodes
+from llmgym.rollout import Episode
 
 MODES = ("score", "generate")
 
@@ -81,19 +80,16 @@ def evaluate(
         bar.advance(task)
         agent.reset([slot])
 
-    start = time.perf_counter()
     with bar:
-        played = play(agent.act_batch, envs, range(seed, seed + episodes), on_end=episode_ended)
-    wall = time.perf_counter() - start
-    returns = [e.ret for e in played]
-    steps = sum(e.length for e in played)
-    parsed = sum(s.parse_ok for e in played for s in e.steps)
-    finite = finite_returns(returns)
-    if not finite:
+        played = evaluate_episodes(
+            agent.act_batch, envs, range(seed, seed + episodes), on_end=episode_ended
+        )
+    if not played.finite:
         raise ValueError(
             f"Every episode of {name} on {env_id} had a non-finite return; no mean to report."
         )
-    mean, ci95 = mean_ci95(finite)
+    summary = played.summary()
+    kept = ("mean_return", "ci95", "nonfinite_episodes", "std_return", "mean_length")
     result = {
         "env_id": env_id,
         "agent": name,
@@ -101,17 +97,10 @@ def evaluate(
         "episodes": episodes,
         "num_envs": num_envs,
         "seed": seed,
-        "mean_return": mean,
-        "ci95": ci95,
-        "nonfinite_episodes": len(returns) - len(finite),
-        "std_return": float(np.std(finite, ddof=1)) if len(finite) > 1 else 0.0,
-        "mean_length": float(np.mean([e.length for e in played])),
-        "parse_rate": parsed / steps,
-        "env_steps": steps,
-        "env_steps_per_s": steps / wall,
-        "wall_s": wall,
+        **{k: summary[k] for k in kept},
+        **{k: summary[k] for k in ("parse_rate", "env_steps", "env_steps_per_s", "wall_s")},
         "machine": f"{platform.machine()} {platform.system()}, python {platform.python_version()}",
-        "returns": returns,
+        "returns": summary["returns"],
     }
     _write(result, output)
     return result

@@ -39,7 +39,8 @@ from llmgym.baselines.base import TextAgent
 from llmgym.bench.suites import episodes_for
 from llmgym.envs.registration import make_eval_env
 from llmgym.errors import AgentError
-from llmgym.rollout import Episode, play
+from llmgym.evaluation.evaluator import evaluate
+from llmgym.rollout import Episode
 
 try:
     import fcntl
@@ -215,17 +216,16 @@ def run_episodes(
             }
         )
 
-    for start in range(0, len(seeds), batch_size):
-        chunk = list(seeds[start : start + batch_size])
-        if reset is not None:
-            reset(None)  # a new batch: fresh state, and a sampler reseeded by seed_rows
-        play(
-            agent.act_batch,
-            envs[: len(chunk)],
-            chunk,
-            before_act=lambda live: seed_rows(agent, [e.seed for e in live]),
-            on_end=write_row,
-        )
+    evaluate(
+        agent.act_batch,
+        envs,
+        seeds,
+        batch_size=batch_size,
+        # a new batch: fresh state, and a sampler reseeded by seed_rows
+        before_batch=(lambda: reset(None)) if reset is not None else None,
+        before_act=lambda live: seed_rows(agent, [e.seed for e in live]),
+        on_end=write_row,
+    )
 
 
 def exact_row(env_id: str, agent_name: str, agent: TextAgent) -> dict[str, Any]:

@@ -23,43 +23,71 @@ import typer
 from rich.console import Console
 
 from llmgym.cli.checks import (
-    check_device,
     check_env_kwargs,
     check_output_dir,
     check_output_file,
-    check_overrides,
     fail,
     key_values,
 )
 from llmgym.errors import LLMGymError, TrainingError
-
-DTYPES = ("auto", "float32", "bfloat16", "float16")
+from llmgym.rl.config import TrainConfig, default_value, field_doc
 
 console = Console(highlight=False)
 
+#: The options that set a config key (parameter -> dotted key). Their defaults and help come from
+#: the config dataclasses; a value the command line does not give is left to the algorithm's
+#: config, which checks every value (one sentence, exit code 2, before any model loads).
+CONFIG_OPTIONS = {
+    "model": "policy.model",
+    "mode": "policy.mode",
+    "num_envs": "run.num_envs",
+    "steps": "run.total_env_steps",
+    "episodes": "run.total_episodes",
+    "episodes_per_update": "run.episodes_per_update",
+    "sft": "sft.source",
+    "lr": "optim.learning_rate",
+    "seed": "run.seed",
+    "eval_every": "eval.every",
+    "eval_episodes": "eval.episodes",
+    "threads": "run.num_threads",
+    "device": "run.device",
+    "dtype": "policy.dtype",
+    "backend": "policy.backend",
+    "vllm_url": "policy.vllm_url",
+    "vllm_model": "policy.vllm_model",
+}
+
+
+def option_help(key: str) -> str:
+    """The help of the option that sets config ``key``: the field's docstring and the key."""
+    from rich.markup import escape
+
+    return escape(f"{field_doc(TrainConfig, key).replace('``', '')} (config key {key})")
+
+
+def _config_option(param: str, *flags: str) -> Any:
+    """The typer option of ``CONFIG_OPTIONS[param]``: its default and help from the dataclass."""
+    key = CONFIG_OPTIONS[param]
+    return typer.Option(default_value(TrainConfig, key), *flags, help=option_help(key))
+
 
 def train(
+    ctx: typer.Context,
     env_id: str = typer.Argument(..., help="Text env id, e.g. Text-Blackjack-v1."),
-    model: str = typer.Option("smollm2-135m", help="Model short name, Hub id, local dir, or tiny."),
+    model: str = _config_option("model"),
     algo: str = typer.Option("ppo", help="ppo | grpo | reinforce."),
-    mode: str = typer.Option("score", help="score (rank valid actions) | generate (free text)."),
-    num_envs: int = typer.Option(8, "--num-envs", min=1, help="K envs acted for in one batch."),
-    steps: int = typer.Option(3000, min=1, help="Env-step budget."),
-    episodes: int = typer.Option(
-        0, min=0, help="Episode budget (0 = none; the first budget hit stops)."
-    ),
-    episodes_per_update: int = typer.Option(32, min=1, help="Complete episodes per update."),
-    sft: str = typer.Option("none", help="Warm start: none | auto (expert demos) | FILE.jsonl."),
+    mode: str = _config_option("mode"),
+    num_envs: int = _config_option("num_envs", "--num-envs"),
+    steps: int = _config_option("steps", "--steps"),
+    episodes: int = _config_option("episodes", "--episodes"),
+    episodes_per_update: int = _config_option("episodes_per_update"),
+    sft: str = _config_option("sft", "--sft"),
     output: str = typer.Option("", help="Run directory (default runs/<env>-<algo>-<mode>)."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the newest checkpoint."),
-    lr: float = typer.Option(
-        0.0, "--lr", min=0.0, help="Learning rate (0 = the algorithm's default)."
-    ),
-    seed: int = typer.Option(0, min=0, help="Run seed (RNGs and training env seeds)."),
-    eval_every: int = typer.Option(
-        5, min=0, help="Evaluate every N updates (0 = start and end only)."
-    ),
-    eval_episodes: int = typer.Option(100, min=1, help="Episodes per periodic evaluation."),
+    lr: float = _config_option("lr", "--lr"),
+    seed: int = _config_option("seed"),
+    eval_every: int = _config_option("eval_every"),
+    eval_episodes: int = _config_option("eval_episodes"),
     final_eval_episodes: int = typer.Option(
         1000, min=1, help="Episodes of the final evaluation (and of the baselines beside it)."
     ),
@@ -67,31 +95,24 @@ def train(
         None, "--env-kwarg", help="KEY=VALUE for gym.make (repeatable), e.g. is_slippery=false."
     ),
     set_: list[str] = typer.Option(  # noqa: B008
-        None, "--set", help="KEY=VALUE overriding any trainer config field (repeatable)."
+        None,
+        "--set",
+        help="KEY=VALUE overriding any trainer config field (repeatable; after the options "
+        "above), e.g. policy.temperature=0.7 or lora_r=8; null where the field may be None.",
     ),
-    threads: int = typer.Option(0, min=0, help="torch CPU threads (0 = default; 1 on a busy CPU)."),
-    device: str = typer.Option("auto", help="auto | cpu | cuda | mps."),
-    dtype: str = typer.Option(
-        "auto",
-        help="Model weights: auto (float32 on CPU, bfloat16 on a GPU) | float32 | bfloat16 | "
-        "float16.",
-    ),
-    backend: str = typer.Option(
-        "",
-        help="Act with: hf (transformers, the default) | vllm (a running vLLM server; updates "
-        "stay in transformers, the LoRA adapter is hot-loaded after each).",
-    ),
-    vllm_url: str = typer.Option(
-        "", help="With --backend vllm: the server, http://HOST:PORT, or inprocess (vllm.LLM)."
-    ),
-    vllm_model: str = typer.Option(
-        "", help="With --backend vllm: the served base model's name (default: the first listed)."
-    ),
+    threads: int = _config_option("threads", "--threads"),
+    device: str = _config_option("device"),
+    dtype: str = _config_option("dtype"),
+    backend: str = _config_option("backend"),
+    vllm_url: str = _config_option("vllm_url"),
+    vllm_model: str = _config_option("vllm_model"),
     result_json: str = typer.Option("", help="Also write the result JSON here."),
     policy_out: str = typer.Option(
         "", help="Write the trained policy (small, no optimizer) here (default OUTPUT/policy)."
     ),
-    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    no_progress: bool = typer.Option(
+        False, "--no-progress", help="No progress bar (config key run.progress=false)."
+    ),
 ) -> None:
     """Train an LLM agent with online RL (LoRA) in a text env; log, checkpoint, evaluate, plot."""
     try:
@@ -104,55 +125,37 @@ def train(
             "pip install 'llmgym[train]'."
         ) from None
     import gymnasium as gym
+    from click.core import ParameterSource
 
     if algo not in ALGOS:
         raise fail(f"Unknown --algo {algo!r}; choose one of {', '.join(ALGOS)}.")
-    if mode not in ("score", "generate"):
-        raise fail(f"Unknown --mode {mode!r}; choose score or generate.")
     if env_id not in gym.registry:
         raise fail(f"Unknown environment {env_id!r}; run `llmgym envs` to list the text envs.")
     if sft not in ("none", "auto") and not Path(sft).exists():
         raise fail(f"No SFT demo file at {sft!r}; pass --sft auto, --sft none or a JSONL path.")
     output = output or f"runs/{env_id.removeprefix('Text-')}-{algo}-{mode}"
-    check_device(device)
-    if dtype not in DTYPES:
-        raise fail(f"Unknown --dtype {dtype!r}; use one of {', '.join(DTYPES)}.")
     check_output_dir(output)
     if resume and checkpoints.latest(Path(output) / "checkpoints") is None:
         raise fail(f"No checkpoint to resume in {output}; drop --resume or pass a run's --output.")
     if result_json:
         check_output_file(result_json, "--result-json")
     cls = config_class(algo)
-    values: dict[str, Any] = dict(
-        env_id=env_id,
-        env_kwargs=key_values(env_kwarg, "--env-kwarg"),
-        model=model,
-        mode=mode,
-        num_envs=num_envs,
-        total_env_steps=steps,
-        total_episodes=episodes,
-        episodes_per_update=episodes_per_update,
-        sft=sft,
-        output_dir=output,
-        seed=seed,
-        eval_every=eval_every,
-        eval_episodes=eval_episodes,
-        num_threads=threads,
-        device=device,
-        dtype=dtype,
-        progress=not no_progress,
-    )
-    if lr > 0:
-        values["learning_rate"] = lr
-    if backend not in ("", "hf", "vllm"):
-        raise fail(f"Unknown --backend {backend!r}; use hf or vllm.")
-    acting = {"backend": backend, "vllm_url": vllm_url, "vllm_model": vllm_model}
-    acting = {k: v for k, v in acting.items() if v}  # given ones (a resume keeps the run's)
-    values |= acting
-    overrides = key_values(set_, "--set")
-    check_overrides(cls, overrides)
-    check_env_kwargs(env_id, values["env_kwargs"])
-    values |= overrides
+    params = ctx.params
+    given = {
+        key: params[name]
+        for name, key in CONFIG_OPTIONS.items()
+        if ctx.get_parameter_source(name) is not ParameterSource.DEFAULT
+    }  # the others keep the algorithm config's defaults (the ones --help shows)
+    values: dict[str, Any] = {
+        "env_id": env_id,
+        "env_kwargs": key_values(env_kwarg, "--env-kwarg"),
+        "output_dir": output,
+        **given,
+    }
+    if no_progress:
+        values["run.progress"] = False
+    acting = {k: v for k, v in given.items() if k.startswith(("policy.backend", "policy.vllm"))}
+    values |= key_values(set_, "--set")
     build = cls.build
     if resume and (Path(output) / "run.json").exists():  # the run's own config, new budget
         try:
@@ -164,12 +167,14 @@ def train(
             "total_episodes": episodes,
             "progress": not no_progress,
             "output_dir": output,  # the run may have been moved or copied
-        } | acting  # the server may have moved
+        } | acting  # given ones only: the server may have moved
         values, build = saved | budget, cls.from_dict
     try:
         config = build(values)
+        config.validate()  # every value and combination, before any model loads
     except (LLMGymError, ValueError) as error:
         raise fail(str(error)) from None
+    check_env_kwargs(config.run.env_id, config.run.env_kwargs)
     command = "llmgym " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     start = time.perf_counter()
     try:
@@ -196,9 +201,9 @@ def train(
     result = {
         "env_id": env_id,
         "env_kwargs": config.run.env_kwargs,
-        "model": model,
+        "model": config.policy.model,
         "algo": algo,
-        "mode": mode,
+        "mode": config.policy.mode,
         "sft": config.sft.source,
         "resumed": resume,
         "env_steps": trainer.env_steps,
@@ -240,7 +245,11 @@ def train(
     from llmgym.rl.plotting import plot_run
 
     refs_plot = {k: v["mean_return"] for k, v in refs.items()}
-    png = plot_run(output, references=refs_plot, title=f"{env_id} {algo} {mode} ({model})")
+    png = plot_run(
+        output,
+        references=refs_plot,
+        title=f"{env_id} {algo} {config.policy.mode} ({config.policy.model})",
+    )
     how = "exact value" if final.get("method") == "exact" else f"{final['episodes']} episodes"
     others = ", ".join(f"{k} {v['mean_return']:.3f}" for k, v in refs.items())
     console.print(
@@ -291,7 +300,7 @@ def _json_safe(value: Any) -> Any:
 
 def _baselines(env_id: str, env_kwargs: dict[str, Any], seeds: Any) -> dict[str, dict]:
     """Random and expert returns on the evaluation seeds, each where the env has one."""
-    from llmgym.rl.sft import reference_returns
+    from llmgym.evaluation.references import reference_returns
 
     out = {}
     for agent in ("random", "expert"):

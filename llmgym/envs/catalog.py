@@ -39,7 +39,7 @@ from typing import Any
 import gymnasium as gym
 
 from llmgym.envs import classic, toy_text
-from llmgym.envs.describers import Describer
+from llmgym.describers import Describer
 from llmgym.envs.symmetry import CARTPOLE_MIRROR, Mirror
 
 

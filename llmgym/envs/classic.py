@@ -19,7 +19,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from llmgym.envs.describers import CuratedDescriber, fmt
+from llmgym.describers import CuratedDescriber, fmt
 
 
 def _side(value: float, negative: str, positive: str, eps: float = 1e-3) -> str:
@@ -57,7 +57,7 @@ CARTPOLE = CuratedDescriber(
 )
 #: CARTPOLE with the angular velocity also in degrees per second, as the angle is: a small LM's
 #: hidden state carries the rate's size within one side 0.51 (R^2) this way, 0.17 in rad/s alone
-#: (``benchmarks/cartpole_readable.py``). ``gym.make("Text-CartPole-v1",
+#: (``experiments/cartpole_readable.py``). ``gym.make("Text-CartPole-v1",
 #: describer="cartpole-degrees")``.
 CARTPOLE_DEGREES = dataclasses.replace(
     CARTPOLE, render=lambda obs, env: _cartpole(obs, env, rate_in_degrees=True)

@@ -20,7 +20,7 @@ import gymnasium as gym
 
 from llmgym.envs.catalog import CATALOG, EnvEntry
 from llmgym.envs.classic import CARTPOLE_DEGREES
-from llmgym.envs.describers import Describer, GenericDescriber
+from llmgym.describers import Describer, GenericDescriber
 from llmgym.envs.symmetry import Mirror
 from llmgym.parsing import ParseResult
 from llmgym.wrappers.history import HistoryWrapper

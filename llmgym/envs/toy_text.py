@@ -20,7 +20,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from llmgym.envs.describers import CuratedDescriber
+from llmgym.describers import CuratedDescriber
 
 GRID_LEGEND = "Map legend: A = you, S = start, F = frozen ice (safe), H = hole, G = goal."
 

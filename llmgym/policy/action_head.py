@@ -26,8 +26,12 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
+
+from llmgym.errors import ConfigError
 
 
 class Whitener(nn.Module):
@@ -123,4 +127,37 @@ def action_embedding(model: nn.Module, token_ids: list[int]) -> torch.Tensor:
     return vector / vector.norm().clamp(min=1e-8)
 
 
-__all__ = ["ActionHead", "Whitener", "action_embedding"]
+def head_for(model: nn.Module, policy: Any) -> ActionHead | None:
+    """The action head a ``PolicySection`` asks for on ``model`` (score mode with
+    ``action_head`` on), on the model's device; else None."""
+    if not policy.action_head or policy.mode != "score":
+        return None
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    layers = head_layers(policy.head_layers, base.config.num_hidden_layers)
+    embed = base.get_input_embeddings().weight
+    head = ActionHead(
+        base.config.hidden_size, embed.shape[1], policy.head_whiten_eps, policy.lm_prior, layers
+    )
+    return head.to(embed.device)
+
+
+def head_layers(layers: Any, num_layers: int) -> tuple[int, ...]:
+    """``head_layers`` checked against a model of ``num_layers`` decoder layers (whose
+    ``hidden_states`` run from 0, the embeddings, to ``num_layers``).
+
+    Example:
+        >>> head_layers(None, 30), head_layers([4, -1], 30)
+        ((-1,), (4, -1))
+    """
+    if layers is None:
+        return (-1,)
+    ok = isinstance(layers, list) and layers and all(type(i) is int for i in layers)
+    if not ok or not all(-num_layers - 1 <= i <= num_layers for i in layers):
+        raise ConfigError(
+            f"head_layers must be a non-empty list of hidden-state indices from {-num_layers - 1} "
+            f"to {num_layers} (0: the embeddings, -1: the last layer), not {layers!r}."
+        )
+    return tuple(layers)
+
+
+__all__ = ["ActionHead", "Whitener", "action_embedding", "head_for", "head_layers"]

@@ -305,6 +305,22 @@ def prepare_tokenizer(tokenizer: Any, model: Any = None) -> Any:
     return tokenizer
 
 
+def load_model_for(name: str, device: str = "auto", dtype: str = "auto") -> tuple[Any, Any]:
+    """:func:`load_model` plus ``tiny`` (a random tiny Llama for tests and smoke runs), with
+    the weights in ``dtype`` (``auto``: float32 on CPU, bfloat16 or float16 on a GPU): what
+    ``llmgym train`` loads for ``--model``."""
+    import torch
+
+    kind = resolve_device(device) if device == "auto" else torch.device(device).type
+    torch_dtype = resolve_dtype(None if dtype == "auto" else dtype, kind)
+    if name == "tiny":
+        from llmgym.policy.testing import tiny_model
+
+        model, tokenizer = tiny_model(seed=0)
+        return model.to(dtype=torch_dtype), tokenizer
+    return load_model(name, device=device, dtype=torch_dtype)
+
+
 __all__ = [
     "DEFAULT_MODEL",
     "MODEL_REGISTRY",

@@ -37,7 +37,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import torch
 
 from llmgym.errors import ConfigError
@@ -53,47 +52,14 @@ from llmgym.policy.prompts import (
     candidate_ids,
     completion_text,
     encode,
+    split_infos,
 )
 from llmgym.policy.samples import ActionSample, PolicyOutput
+from llmgym.policy.score import ScoreMode, first_missing
 from llmgym.wrappers.history import ChatHistory
 
 
-def split_infos(infos: dict[str, Any] | Sequence[dict[str, Any]], n: int) -> list[dict[str, Any]]:
-    """Per-env info dicts from a vector env's info (a dict of arrays with ``_key`` masks).
-
-    Example:
-        >>> infos = {"a": np.array(["x", "y"], dtype=object), "_a": np.array([True, False])}
-        >>> split_infos(infos, 2)
-        [{'a': 'x'}, {}]
-    """
-    if not isinstance(infos, dict):
-        return list(infos)
-    out: list[dict[str, Any]] = [{} for _ in range(n)]
-    for key, value in infos.items():
-        if key.startswith("_"):
-            continue
-        mask = infos.get(f"_{key}", np.ones(n, dtype=bool))
-        parts = split_infos(value, n) if isinstance(value, dict) else value
-        for i in range(n):
-            if mask[i]:
-                out[i][key] = parts[i]
-    return out
-
-
-def _first_missing(keys: Sequence[Any], memo: dict[Any, Any]) -> list[int]:
-    """Indices of the first occurrence of each key not in ``memo``, in order.
-
-    >>> _first_missing(["a", "b", "a", "c"], {"b": 1})
-    [0, 3]
-    """
-    first: dict[Any, int] = {}
-    for i, key in enumerate(keys):
-        if key not in memo:
-            first.setdefault(key, i)
-    return list(first.values())
-
-
-class LLMPolicy:
+class LLMPolicy(ScoreMode):
     """Acts for a batch of text envs with a causal LM (plain, or a peft ``PeftModel``), or
     through a vLLM server (``config.backend == "vllm"``; ``model`` may then be None: acting
     needs only the tokenizer), or through any ``backend`` given (``llmgym.policy.backends``):
@@ -275,23 +241,19 @@ class LLMPolicy:
         self._memo = memo
         return memo
 
-    def _scores(self, token_logprobs: list[torch.Tensor], actions: Sequence[str]) -> torch.Tensor:
-        sums = torch.stack([t.sum() for t in token_logprobs])
-        if self.config.normalization == "token":
-            sizes = [len(t) for t in token_logprobs]
-        elif self.config.normalization == "word":
-            sizes = [max(1, len(a.split())) for a in actions]
-        else:
-            return sums
-        return sums / torch.tensor(sizes, dtype=sums.dtype, device=sums.device)
-
     # ----------------------------------------------------------------------------- acting
     @torch.no_grad()
     def act(
-        self, observations: Sequence[str], infos: Sequence[dict[str, Any]]
+        self,
+        observations: Sequence[str],
+        infos: Sequence[dict[str, Any]],
+        *,
+        greedy: bool | None = None,
     ) -> list[ActionSample]:
         """Actions for all envs in one batched call (``infos`` per env: ``system_prompt``,
-        ``valid_actions``; a vector env's info dict is split automatically)."""
+        ``valid_actions``; a vector env's info dict is split automatically). ``greedy``
+        overrides ``config.greedy`` for this call (an evaluation acts greedily without
+        touching the config the training rollouts share)."""
         infos = split_infos(infos, len(observations))
         if len(observations) != len(infos):
             raise ValueError(f"Got {len(observations)} observations but {len(infos)} infos.")
@@ -299,7 +261,8 @@ class LLMPolicy:
             self.messages_for(i, o, info) for i, (o, info) in enumerate(zip(observations, infos))
         ]
         actions = [list(info.get("valid_actions") or []) for info in infos]
-        samples = self.act_messages(messages, actions, [self.prefill_for(i) for i in infos])
+        prefills = [self.prefill_for(i) for i in infos]
+        samples = self.act_messages(messages, actions, prefills, greedy=greedy)
         if self.config.history:
             for i, (obs, sample) in enumerate(zip(observations, samples)):
                 if "messages" not in infos[i]:
@@ -313,163 +276,25 @@ class LLMPolicy:
         messages: Sequence[list[Message]],
         valid_actions: Sequence[Sequence[str]] | None = None,
         prefills: Sequence[str] | None = None,
+        *,
+        greedy: bool | None = None,
     ) -> list[ActionSample]:
         """Like ``act``, from ready-made chat messages (and valid actions, for score mode;
         ``prefills``: each prompt's answer start in generate mode, default the policy's)."""
+        greedy = self.config.greedy if greedy is None else greedy
         if prefills is None or self.config.mode == "score":
             prefills = [self._prefill] * len(messages)
         texts = [self.prompt_text(m, p) for m, p in zip(messages, prefills)]
         prompts = [self.encode(t) for t in texts]
         if self.config.mode == "generate":
-            return self._act_generate(list(messages), prompts, list(prefills))
+            return self._act_generate(list(messages), prompts, list(prefills), greedy)
         actions = [list(a) for a in valid_actions or [[] for _ in messages]]
         if len(actions) != len(messages) or not all(actions):
             raise ConfigError(
                 "Score mode needs discrete valid actions for every env; "
                 "use PolicyConfig(mode='generate') for continuous or free-text envs."
             )
-        return self._act_score(list(messages), texts, prompts, actions)
-
-    def action_probabilities(
-        self, observations: Sequence[str], infos: Sequence[dict[str, Any]]
-    ) -> list[list[float]]:
-        """Score mode: each env's probability of each valid action, ``softmax(score / T)``
-        (the distribution ``act`` samples from), without acting or touching the history."""
-        temperature = self.config.temperature
-        scores = self.action_scores(observations, infos)
-        return [torch.softmax(torch.tensor(s) / temperature, -1).tolist() for s in scores]
-
-    @torch.no_grad()
-    def action_scores(
-        self, observations: Sequence[str], infos: Sequence[dict[str, Any]]
-    ) -> list[list[float]]:
-        """Score mode: each env's score of each valid action (the language model's and the
-        head's, before the temperature), finite where a probability would round to 0."""
-        infos = split_infos(infos, len(observations))
-        messages = [
-            self.messages_for(i, o, info) for i, (o, info) in enumerate(zip(observations, infos))
-        ]
-        texts = [self.prompt_text(m) for m in messages]
-        prompts = [self.encode(t) for t in texts]
-        actions = [list(info.get("valid_actions") or []) for info in infos]
-        _, _, scores = self._score_rows(texts, prompts, actions)
-        return [s.float().tolist() for s in scores]
-
-    def _score_rows(self, texts, prompts, actions):
-        """(candidate ids, hidden states, candidate scores incl. the head) per env."""
-        candidates = [
-            [self.candidate_ids(t, p, a) for a in acts]
-            for t, p, acts in zip(texts, prompts, actions)
-        ]
-        hidden, lm_scores = self._score_features(prompts, candidates, actions)
-        return candidates, hidden, self._candidate_scores(hidden, lm_scores, actions)
-
-    def _act_score(self, messages, texts, prompts, actions) -> list[ActionSample]:
-        candidates, hidden, scores = self._score_rows(texts, prompts, actions)
-        samples = []
-        for b, acts in enumerate(actions):
-            logpi = torch.log_softmax(scores[b] / self.config.temperature, -1)
-            if self.config.greedy:
-                k = int(logpi.argmax())
-            else:
-                probs = logpi.exp().to(self.generator.device)
-                k = int(torch.multinomial(probs, 1, generator=self.generator))
-            samples.append(
-                ActionSample(
-                    text=self.answer_text(acts[k]),
-                    action_index=k,
-                    prompt_ids=prompts[b],
-                    completion_ids=candidates[b][k],
-                    logprobs=[float(logpi[k])],
-                    candidate_ids=candidates[b],
-                    messages=messages[b],
-                    valid_actions=acts,
-                    hidden=hidden[b].detach().cpu() if self.head is not None else None,
-                )
-            )
-        return samples
-
-    def _score_features(
-        self,
-        prompts: list[list[int]],
-        candidates: list[list[list[int]]],
-        actions: list[list[str]],
-        *,
-        shared: bool = True,
-    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """(hidden state at the answer position [B, H], each env's candidate LM scores [K]),
-        from the memo where allowed; with gradients when the caller enables them."""
-        if not self.memoize:
-            return self._forward_features(prompts, candidates, actions, shared)
-        keys = [(tuple(p), tuple(a)) for p, a in zip(prompts, actions)]
-        missing = _first_missing(keys, self._memo)
-        if missing:
-            with torch.no_grad():
-                hidden, lm = self._forward_features(
-                    [prompts[i] for i in missing],
-                    [candidates[i] for i in missing],
-                    [actions[i] for i in missing],
-                    shared,
-                )
-            for j, i in enumerate(missing):
-                self._memo[keys[i]] = (hidden[j], lm[j])
-        rows = [self._memo[k] for k in keys]
-        return torch.stack([h for h, _ in rows]), [s for _, s in rows]
-
-    def _forward_features(
-        self, prompts, candidates, actions, shared, backend=None, with_hidden=None
-    ):
-        """(hidden states [B, H], LM scores) by one pass of ``backend`` (the acting one by
-        default; hidden states ``with_hidden``, by default where there is a head). A head
-        without the LM prior needs no LM scores (zeros stand in): only its hidden states are
-        computed, through no more layers than they need."""
-        backend = backend or self.backend
-        if self.head is not None and not self.head.lm_prior:
-            states = backend.hidden_states(prompts, shared=shared, layers=self.layers)
-            return states, [torch.zeros(len(a), device=states.device) for a in actions]
-        hidden, token_logprobs = backend.score(
-            prompts,
-            candidates,
-            hidden=self.head is not None if with_hidden is None else with_hidden,
-            shared=shared,
-            layers=self.layers,
-        )
-        lm = [self._scores(t, a) for t, a in zip(token_logprobs, actions)]
-        if hidden is None:
-            hidden = torch.zeros((len(prompts), 0), device=self.device)
-        return hidden, lm
-
-    def _candidate_scores(
-        self, hidden: torch.Tensor, lm_scores: list[torch.Tensor], actions: list[list[str]]
-    ) -> list[torch.Tensor]:
-        """LM scores plus the action head's (when there is one and it is enabled); the head's
-        alone when it has no LM prior (``lm_prior=False``)."""
-        if self.head is None:
-            return lm_scores
-        features = self.head.whitener(hidden)
-        out = []
-        for b, acts in enumerate(actions):
-            emb = torch.stack([self._action_embedding(a) for a in acts])[None]
-            head = self.head(features[b : b + 1], emb)[0]
-            out.append(lm_scores[b] + head if self.head.lm_prior else head)
-        return out
-
-    def _action_embedding(self, action: str) -> torch.Tensor:
-        if action not in self._action_embeddings:
-            from llmgym.policy.action_head import action_embedding
-
-            ids = self.encode(action) or [self.tokenizer.pad_token_id]
-            self._action_embeddings[action] = action_embedding(self.model, ids).to(self.device)
-        return self._action_embeddings[action]
-
-    @property
-    def layers(self) -> tuple[int, ...]:
-        """The model's hidden states the state features are made of (the action head's)."""
-        return self.head.layers if self.head is not None else (-1,)
-
-    def features(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The action head's whitened state features (the raw hidden state without a head)."""
-        return self.head.whitener(hidden) if self.head is not None else hidden.float()
+        return self._act_score(list(messages), texts, prompts, actions, greedy)
 
     @property
     def _stops_at_answer(self) -> bool:
@@ -482,18 +307,16 @@ class LLMPolicy:
             self._closing = [i for i, piece in enumerate(pieces) if "}" in piece]
         return self._closing
 
-    def _act_generate(self, messages, prompts, prefills) -> list[ActionSample]:
+    def _act_generate(self, messages, prompts, prefills, greedy) -> list[ActionSample]:
         max_new = self.config.max_new_tokens or self.defaults.max_new_tokens
         stop_ids = self.stop_ids + (self._closing_ids() if self._stops_at_answer else [])
-        sampling = Sampling(
-            self.config.temperature, self.config.top_p, self.config.greedy, self.generator
-        )
+        sampling = Sampling(self.config.temperature, self.config.top_p, greedy, self.generator)
         # Greedy with memoize (fixed weights): each distinct prompt is generated once; else every
         # prompt is its own (identical sampled prompts must not share an answer).
-        reuse = self.memoize and self.config.greedy
+        reuse = self.memoize and greedy
         memo = self._memo if reuse else {}
         keys = [("generate", tuple(p)) if reuse else ("generate", i) for i, p in enumerate(prompts)]
-        todo = _first_missing(keys, memo)
+        todo = first_missing(keys, memo)
         if todo:
             tokens, logps = self.backend.generate(
                 [prompts[i] for i in todo], max_new, stop_ids, sampling
@@ -533,26 +356,6 @@ class LLMPolicy:
         if self.config.mode == "score":
             return self._evaluate_score(samples, shared_prefix)
         return self._evaluate_generate(samples)
-
-    def _evaluate_score(
-        self, samples: Sequence[ActionSample], shared_prefix: bool = False
-    ) -> PolicyOutput:
-        prompts = [s.prompt_ids for s in samples]
-        actions = [s.valid_actions or [""] * len(s.candidate_ids) for s in samples]
-        candidates = [s.candidate_ids for s in samples]
-        if self.memoize:
-            hidden, lm = self._score_features(prompts, candidates, actions, shared=shared_prefix)
-        else:
-            hidden, lm = self._forward_features(
-                prompts, candidates, actions, shared_prefix, self.update_backend, with_hidden=True
-            )
-        scores = self._candidate_scores(hidden, lm, actions)
-        logprob, entropy = [], []
-        for s, score in zip(samples, scores):
-            logpi = torch.log_softmax(score / self.config.temperature, -1)
-            logprob.append(logpi[s.action_index])
-            entropy.append(-(logpi.exp() * logpi).sum())
-        return PolicyOutput(torch.stack(logprob), torch.stack(entropy), hidden)
 
     def _evaluate_generate(self, samples: Sequence[ActionSample]) -> PolicyOutput:
         token_logprobs, entropy, hidden = self.update_backend.completion_logprobs(

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 Message = dict[str, str]
 #: The answer start written for the model in score mode (and in generate mode by default).
 PREFILL = '{"action": "'
@@ -71,7 +73,30 @@ def candidate_ids(
     return encode(tokenizer, completion)
 
 
+def split_infos(infos: dict[str, Any] | Sequence[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """Per-env info dicts from a vector env's info (a dict of arrays with ``_key`` masks).
+
+    Example:
+        >>> infos = {"a": np.array(["x", "y"], dtype=object), "_a": np.array([True, False])}
+        >>> split_infos(infos, 2)
+        [{'a': 'x'}, {}]
+    """
+    if not isinstance(infos, dict):
+        return list(infos)
+    out: list[dict[str, Any]] = [{} for _ in range(n)]
+    for key, value in infos.items():
+        if key.startswith("_"):
+            continue
+        mask = infos.get(f"_{key}", np.ones(n, dtype=bool))
+        parts = split_infos(value, n) if isinstance(value, dict) else value
+        for i in range(n):
+            if mask[i]:
+                out[i][key] = parts[i]
+    return out
+
+
 __all__ = [
+    "split_infos",
     "PREFILL",
     "THINK_SUFFIX",
     "Message",

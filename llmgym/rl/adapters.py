@@ -67,7 +67,7 @@ def write_adapter(trainer: Any, out: str | Path) -> None:
     from llmgym.policy.models import get_model_defaults
 
     current = {k: v.detach().cpu() for k, v in get_peft_model_state_dict(trainer.model).items()}
-    states = [*trainer.merged_adapters, current]
+    states = [*trainer.weights.merged_adapters, current]
     lora = copy.deepcopy(trainer.model.peft_config["default"])
     lora.r *= len(states)
     lora.lora_alpha *= len(states)

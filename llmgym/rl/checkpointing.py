@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import random
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +17,50 @@ import numpy as np
 
 from llmgym.errors import TrainingError
 from llmgym.rl import checkpoints
+from llmgym.rl.logger import library_versions
 
 REF_HEAD_FILE = "reference_head.safetensors"
 TRAINING_STATS = ("count", "total", "outer")  # the whitener's statistics: only for training
 
 
 class Checkpointing:
-    """Mixed into ``Trainer`` (it reads the trainer's model, modules, optimizer and counters).
-    The main process writes; with several processes the others wait for it."""
+    """Mixed into ``Trainer``: saves and restores the attributes declared here, which the
+    trainer sets. The main process writes; with several processes the others wait for it."""
+
+    algo: str
+    config: Any  # TrainConfig
+    run_dir: Path
+    torch: Any
+    processes: Any  # Processes
+    model: Any
+    device: Any
+    policy: Any  # LLMPolicy
+    weights: Any  # Weights: merged adapters, the reference head
+    extra_modules: dict[str, Any]
+    optimizer: Any
+    np_rng: np.random.Generator
+    iteration: int
+    env_steps: int
+    episodes_done: int
+    seeds_used: int
+    skipped_updates: int
+    ent_boost: float
+    features_frozen: bool
+    _make_optimizer: Callable[[], Any]
+    _seed_sampling: Callable[[], None]
+
+    def save_run_info(self) -> None:
+        """``run.json``: the config, versions and seed formulas of a fresh run."""
+        info = {
+            "config": self.config.to_dict(),
+            "algo": self.algo,
+            "versions": library_versions(),
+            "train_seed_formula": "seed * 100003 + i (i counts seeds drawn; one per GRPO group)",
+            "eval_seeds": "1000000 + i",
+            "num_processes": self.processes.num,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        (self.run_dir / "run.json").write_text(json.dumps(info, indent=2, default=str))
 
     def save_checkpoint(self) -> Path:
         """Adapter (safetensors) + extra modules + optimizer + RNG states + counters + config
@@ -39,8 +77,8 @@ class Checkpointing:
 
         tmp = path.with_name(path.name + ".tmp")
         self._save_weights(tmp, policy_only=False)
-        if self._ref_head is not None:
-            save_file(_contiguous(self._ref_head.state_dict()), str(tmp / REF_HEAD_FILE))
+        if self.weights.ref_head is not None:
+            save_file(_contiguous(self.weights.ref_head.state_dict()), str(tmp / REF_HEAD_FILE))
         torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
         kind, keys, pos, has_gauss, gauss = np.random.get_state()
         rng = {  # plain types and tensors only, so it loads with torch.load(weights_only=True)
@@ -59,6 +97,7 @@ class Checkpointing:
             "skipped_updates": self.skipped_updates,
             "ent_boost": self.ent_boost,
             "features_frozen": self.features_frozen,
+            "np_rng": self.np_rng.bit_generator.state,
         }
         (tmp / "trainer_state.json").write_text(json.dumps(state | self.extra_state(), indent=2))
         checkpoints.commit(tmp, path)  # rename-aside replacement, atomic `latest`
@@ -80,7 +119,7 @@ class Checkpointing:
             "iteration": self.iteration,
             "env_steps": self.env_steps,
             "episodes_done": self.episodes_done,
-            "merged_adapters": len(self.merged_adapters),
+            "merged_adapters": len(self.weights.merged_adapters),
             "algo": self.algo,
             "lora": self.config.lora.enabled,
         }
@@ -92,7 +131,7 @@ class Checkpointing:
 
         path.mkdir(parents=True, exist_ok=True)
         save_file(_contiguous(self.model_state()), str(path / "model.safetensors"))
-        for i, state in enumerate(self.merged_adapters):
+        for i, state in enumerate(self.weights.merged_adapters):
             save_file(_contiguous(state), str(path / f"merged_{i:03d}.safetensors"))
         for name, module in self.extra_modules.items():
             if policy_only and name != "action_head":
@@ -173,17 +212,8 @@ class Checkpointing:
                 f"{self.algo!r}; resume with --algo {state.get('algo')}."
             )
         for i in range(state.get("merged_adapters", 0)):
-            from peft import set_peft_model_state_dict
-
             merged = load_file(str(ckpt / f"merged_{i:03d}.safetensors"))
-            set_peft_model_state_dict(self.model, merged)
-            self.merged_adapters.append(merged)
-            from peft import get_peft_model
-
-            base = self.model.merge_and_unload()
-            self.model = get_peft_model(base, self._lora_config(base))
-            self.model.train()
-            self.policy.model = self.model
+            self.model = self.policy.model = self.weights.merge(self.model, merged)
         weights = load_file(str(ckpt / "model.safetensors"), device=str(self.device))
         if not self.config.optim.train_backbone:
             pass
@@ -215,8 +245,9 @@ class Checkpointing:
         if (ckpt / REF_HEAD_FILE).exists() and self.policy.head is not None:
             import copy
 
-            self._ref_head = copy.deepcopy(self.policy.head).requires_grad_(False)
-            self._ref_head.load_state_dict(load_file(str(ckpt / REF_HEAD_FILE)))
+            ref_head = copy.deepcopy(self.policy.head).requires_grad_(False)
+            ref_head.load_state_dict(load_file(str(ckpt / REF_HEAD_FILE)))
+            self.weights.ref_head = ref_head
         self.optimizer = self._make_optimizer()
         self.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
         rng = torch.load(ckpt / "rng.pt", weights_only=True)
@@ -235,8 +266,10 @@ class Checkpointing:
         self.skipped_updates = state["skipped_updates"]
         self.ent_boost = state.get("ent_boost", 0.0)
         self.features_frozen = state.get("features_frozen", False)
+        if "np_rng" in state:
+            self.np_rng.bit_generator.state = state["np_rng"]
         self.load_extra_state(state)
-        self._ref_cache.clear()
+        self.weights.cache.clear()
 
 
 def _contiguous(state: dict[str, Any]) -> dict[str, Any]:

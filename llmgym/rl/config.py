@@ -19,47 +19,95 @@ Example:
 
 from __future__ import annotations
 
+import ast
 import dataclasses
-import math
+import functools
+import inspect
+import textwrap
 import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from llmgym.errors import TrainingError
-from llmgym.policy import PolicyConfig
+from llmgym.errors import ConfigError, TrainingError
+from llmgym.policy.config import PolicyConfig, Rule, check_fields, rule
+
+DEVICES = ("auto", "cpu", "cuda", "mps")
+"""``run.device`` choices, besides ``cuda:N``."""
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+"""``policy.dtype`` choices."""
+MAX_LEARNING_RATE = 10.0
+"""Learning rates above this are refused (AdamW moves each weight by about the rate a step; the
+head's SGD steps follow the gradient, and runs use at most 1)."""
+MAX_SEED = 2**32 - 1
+"""numpy's global seed is below 2**32."""
+
+
+def is_device(name: Any) -> bool:
+    """``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
+
+    Example:
+        >>> is_device("cuda:1"), is_device("tpu")
+        (True, False)
+    """
+    if not isinstance(name, str):
+        return False
+    return name in DEVICES or (name.startswith("cuda:") and name[5:].isdigit())
+
+
+def _learning_rate(**kwargs: Any) -> dict[str, Rule]:
+    return rule(above=0, max=MAX_LEARNING_RATE, **kwargs)
+
+
+class Section:
+    """Base of the config sections: every field is checked against its type and its rule (the
+    ``rule(...)`` in its metadata) when the section is built, and again by :meth:`validate`;
+    a refused value is one sentence naming its dotted key (``run.num_envs must be ...``)."""
+
+    prefix: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Refuse a value of the wrong type or out of range, in one sentence."""
+        check_fields(self, self.prefix)
 
 
 @dataclass
-class RunSection:
+class RunSection(Section):
     """What to train on, for how long, with which seeds, and where the run goes."""
+
+    prefix: ClassVar[str] = "run."
 
     env_id: str = "Text-Blackjack-v1"
     """Text env to train in (``llmgym envs`` lists them)."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments for ``gym.make`` (base-env kwargs such as ``is_slippery=False``)."""
-    num_envs: int = 8
+    num_envs: int = field(default=8, metadata=rule(min=1))
     """K envs stepped in lockstep; every policy call is one batch of up to K observations."""
-    total_env_steps: int = 3000
+    total_env_steps: int = field(default=3000, metadata=rule(min=1))
     """Stop after this many env steps (whichever of this and ``total_episodes`` comes first)."""
-    total_episodes: int = 0
+    total_episodes: int = field(default=0, metadata=rule(min=0))
     """Stop after this many training episodes (0 = no episode limit)."""
-    episodes_per_update: int = 32
+    episodes_per_update: int = field(default=32, metadata=rule(min=1))
     """Complete episodes collected per iteration (each iteration ends with one update)."""
-    seed: int = 0
+    seed: int = field(default=0, metadata=rule(min=0, max=MAX_SEED))
     """Seed for torch/numpy/python RNGs; the i-th training env seed is ``seed * 100_003 + i``."""
-    device: str = "auto"
-    """``auto``, ``cpu``, ``cuda`` or ``mps``."""
+    device: str = field(
+        default="auto", metadata=rule(test=is_device, expect="one of auto, cpu, cuda, cuda:N, mps")
+    )
+    """``auto``, ``cpu``, ``cuda`` (or ``cuda:N``) or ``mps``."""
     output_dir: str = "runs/default"
     """Run directory: config, metrics.csv, TensorBoard events, checkpoints, plot."""
-    checkpoint_every: int = 10
-    """Save a checkpoint every this many iterations (and always at the end)."""
-    log_every: int = 1
+    checkpoint_every: int = field(default=10, metadata=rule(min=0))
+    """Save a checkpoint every this many iterations (and always at the end; 0 = only then)."""
+    log_every: int = field(default=1, metadata=rule(min=1))
     """Write metrics every this many iterations."""
     collapse_warn: bool = True
     """Warn when the action distribution collapses, entropy falls to ~0 or KL runs away."""
-    kl_warn: float = 2.0
+    kl_warn: float = field(default=2.0, metadata=rule(above=0))
     """KL to the reference above which a run-away warning is printed."""
-    num_threads: int = 0
+    num_threads: int = field(default=0, metadata=rule(min=0))
     """torch CPU threads (0 = torch's default; 1 is faster on a CPU shared with other jobs)."""
     progress: bool = True
     """Show a progress bar."""
@@ -71,9 +119,9 @@ class PolicySection(PolicyConfig):
     ``temperature`` for the training rollouts, ``history``, ``normalization``, ...) plus these.
     The trainer decides ``greedy`` and ``seed`` itself (sampled rollouts, greedy evaluation)."""
 
-    model: str = "smollm2-135m"
+    model: str = field(default="smollm2-135m", metadata=rule(test=bool, expect="a model name"))
     """Model short name, Hub id or local directory (``tiny`` = random tiny Llama for tests)."""
-    dtype: str = "auto"
+    dtype: str = field(default="auto", metadata=rule(choices=DTYPES))
     """The model's weights while training and acting: ``auto`` (float32 on CPU and MPS,
     bfloat16 on GPUs that support it, else float16), ``float32``, ``bfloat16`` or ``float16``.
     LoRA weights and the heads stay float32."""
@@ -81,19 +129,25 @@ class PolicySection(PolicyConfig):
     """Score mode: add a zero-initialised action head on the hidden state at the answer
     position to the candidates' LM scores (``llmgym.policy.action_head``): updates that
     differ by state. The policy at initialisation is the language model's."""
-    head_whiten_eps: float = 0.3
+    head_whiten_eps: float = field(default=0.3, metadata=rule(min=0))
     """Ridge of the head's feature whitening, relative to the mean feature variance."""
     lm_prior: bool = True
     """Score mode with the action head: the candidates' LM scores are part of the policy (it
     starts as the language model's). False: the head alone scores them and the language model
     only supplies the hidden state, as LLaRP's learned output layer; the policy starts uniform,
     free of a prior that ignores the state (CartPole: SmolLM2-135M prefers LEFT everywhere)."""
-    head_layers: list[int] | None = None
+    head_layers: list[int] | None = field(
+        default=None, metadata=rule(test=bool, expect="a non-empty list of hidden-state indices")
+    )
     """Score mode with the action head: the model's hidden states it reads at the answer
     position, concatenated; indices into transformers' ``hidden_states`` (0 the embeddings, i
     after decoder layer i, -1 the last). None: the last. PPO's value head reads the same
     features. (SmolLM2-135M on CartPole: the size of theta_dot is read best after layers
     2-8, theta's after 24-27; ``benchmarks/cartpole_readable.py --layers``.)"""
+
+    def validate(self) -> None:
+        """Refuse a value of the wrong type or out of range, in one sentence."""
+        check_fields(self, "policy.")
 
     def acting(self) -> PolicyConfig:
         """The ``PolicyConfig`` the trainer's ``LLMPolicy`` acts with."""
@@ -102,21 +156,23 @@ class PolicySection(PolicyConfig):
 
 
 @dataclass
-class LoraSection:
+class LoraSection(Section):
     """Which weights train: a LoRA adapter (peft) or the whole model."""
+
+    prefix: ClassVar[str] = "lora."
 
     enabled: bool = True
     """Train a LoRA adapter (the reference policy is the adapter switched off); False = full
     fine-tune (the reference is then a frozen copy, only built when a KL term needs it)."""
-    r: int = 16
+    r: int = field(default=16, metadata=rule(min=1))
     """LoRA rank."""
-    alpha: int = 32
+    alpha: int = field(default=32, metadata=rule(min=1))
     """LoRA scaling numerator (scale = alpha / r)."""
-    dropout: float = 0.0
+    dropout: float = field(default=0.0, metadata=rule(min=0, below=1))
     """LoRA dropout (0 keeps logprobs of a sample identical between rollout and update)."""
     target_modules: list[str] | None = None
     """Modules LoRA adapts; None = the model registry's default for this model."""
-    layers: int = 8
+    layers: int = field(default=8, metadata=rule(min=0))
     """LoRA only in the last N transformer layers (0 = all layers). Backward then stops below
     them: ~3x cheaper updates on CPU, enough capacity for small action spaces."""
 
@@ -126,27 +182,29 @@ HEAD_OPTIMIZERS = {"sgd": 0.3, "adamw": 3e-3}
 
 
 @dataclass
-class OptimSection:
+class OptimSection(Section):
     """How the weights move: rates, batch sizes, clipping, what is frozen."""
 
-    learning_rate: float = 5e-4
+    prefix: ClassVar[str] = "optim."
+
+    learning_rate: float = field(default=5e-4, metadata=_learning_rate())
     """AdamW learning rate (LoRA weights tolerate large rates; use ~1e-5 for full fine-tune)."""
-    weight_decay: float = 0.0
+    weight_decay: float = field(default=0.0, metadata=rule(min=0))
     """AdamW weight decay."""
-    max_grad_norm: float = 1.0
+    max_grad_norm: float = field(default=1.0, metadata=rule(above=0))
     """Clip the global gradient norm to this value."""
-    minibatch_size: int = 32
+    minibatch_size: int = field(default=32, metadata=rule(min=1))
     """Samples (turns) per optimizer step."""
-    micro_batch_size: int = 16
+    micro_batch_size: int = field(default=16, metadata=rule(min=1))
     """Samples per forward/backward pass; ``minibatch_size / micro_batch_size`` accumulation
     steps make one optimizer step (lower it to save memory)."""
     train_backbone: bool = True
     """Train the language model (LoRA or full). False: it stays frozen, only the heads learn,
     and each distinct prompt's features are computed once and reused (memoised)."""
-    head_optimizer: str = "sgd"
+    head_optimizer: str = field(default="sgd", metadata=rule(choices=tuple(HEAD_OPTIMIZERS)))
     """Optimizer of the action head: ``sgd`` (a step that follows the gradient's size;
     ``llmgym.rl.optim``) or ``adamw`` (as the other weights)."""
-    head_lr: float | None = None
+    head_lr: float | None = field(default=None, metadata=_learning_rate())
     """Learning rate of the action head (default: 0.3 with SGD, 3e-3 with AdamW)."""
     anneal_lr: bool = False
     """Decay every learning rate linearly to 0 over the budget (as CleanRL's PPO): the last
@@ -163,38 +221,31 @@ class OptimSection:
             >>> OptimSection().head_rate(), OptimSection(head_optimizer="adamw").head_rate()
             (0.3, 0.003)
         """
-        if self.head_optimizer not in HEAD_OPTIMIZERS:
-            raise TrainingError(
-                f"head_optimizer must be one of {', '.join(HEAD_OPTIMIZERS)}, "
-                f"not {self.head_optimizer!r}."
-            )
         if self.head_lr is None:
             return HEAD_OPTIMIZERS[self.head_optimizer]
-        if isinstance(self.head_lr, bool) or not isinstance(self.head_lr, (int, float)):
-            raise TrainingError(f"head_lr must be a number, not {self.head_lr!r}.")
-        if not math.isfinite(self.head_lr) or self.head_lr <= 0:
-            raise TrainingError(f"head_lr must be a positive number, not {self.head_lr!r}.")
         return float(self.head_lr)
 
 
 @dataclass
-class SFTSection:
+class SFTSection(Section):
     """The supervised warm start before RL (``llmgym.rl.sft``)."""
 
-    source: str = "none"
+    prefix: ClassVar[str] = "sft."
+
+    source: str = field(default="none", metadata=rule(test=bool, expect="none, auto or a file"))
     """Warm start: ``none``, ``auto`` (demos from an expert on this env) or a JSONL file."""
-    episodes: int = 200
+    episodes: int = field(default=200, metadata=rule(min=1))
     """``source=auto``: expert episodes rolled out through the describer for demos."""
-    epochs: int = 8
+    epochs: int = field(default=8, metadata=rule(min=0))
     """Passes over the SFT demos."""
-    batch_size: int = 8
+    batch_size: int = field(default=8, metadata=rule(min=1))
     """Demos per SFT optimizer step (small batches, many steps: the demo set is small)."""
-    learning_rate: float = 3e-3
+    learning_rate: float = field(default=3e-3, metadata=_learning_rate())
     """Learning rate for the SFT warm start (a fresh optimizer; RL gets its own)."""
     as_reference: bool = field(default=True, metadata={"flat": "reference_after_sft"})
     """After the SFT warm start, the warm-started policy becomes the KL reference (LoRA: the
     adapter is merged into the weights and a fresh one starts), as in SFT-then-RL pipelines."""
-    during_rl: float = 0.0
+    during_rl: float = field(default=0.0, metadata=rule(min=0))
     """Weight of a continued SFT loss on recent successful episodes during RL (0 = off)."""
 
 
@@ -202,16 +253,18 @@ EVAL_METHODS = ("auto", "exact", "sampled")
 
 
 @dataclass
-class EvalSection:
+class EvalSection(Section):
     """The periodic and final evaluations on fixed seeds (``1_000_000 + i``)."""
 
-    every: int = 5
+    prefix: ClassVar[str] = "eval."
+
+    every: int = field(default=5, metadata=rule(min=0))
     """Evaluate every this many iterations (0 = only at the start and the end)."""
-    episodes: int = 100
+    episodes: int = field(default=100, metadata=rule(min=1))
     """Episodes per periodic evaluation (the final report uses more)."""
     greedy: bool = True
     """Evaluate the greedy (arg-max) policy rather than sampling."""
-    method: str = "auto"
+    method: str = field(default="auto", metadata=rule(choices=EVAL_METHODS))
     """``exact``: the greedy policy's expected return from the env's transition model
     (Blackjack, FrozenLake, Taxi, CliffWalking; ``llmgym.evaluation.exact``); ``sampled``: mean
     over evaluation episodes; ``auto``: exact where the env allows it (greedy, Markov prompt)."""
@@ -256,6 +309,30 @@ def canonical_key(key: str) -> str:
     return FLAT_ALIASES.get(key, key)
 
 
+#: Rules of the algorithms' own fields, by name (``PPOConfig.gamma``, ``GRPOConfig.group_size``):
+#: a field that declares no ``rule(...)`` in its metadata takes the rule of its name here.
+ALGORITHM_RULES: dict[str, Rule] = {
+    "gamma": Rule(min=0, max=1),
+    "gae_lambda": Rule(min=0, max=1),
+    "update_epochs": Rule(min=1),
+    "clip_coef": Rule(min=0),
+    "vf_coef": Rule(min=0),
+    "ent_coef": Rule(min=0),
+    "kl_coef": Rule(min=0),
+    "beta": Rule(min=0),
+    "target_kl": Rule(above=0, hint="null never stops the epochs early"),
+    "value_hidden": Rule(min=1),
+    "value_lr": Rule(above=0, max=MAX_LEARNING_RATE),
+    "value_norm_decay": Rule(min=0, below=1),
+    "group_size": Rule(min=2, hint="GRPO's advantages are relative to a group"),
+    "group_level": Rule(choices=("episode", "step")),
+    "max_branch_depth": Rule(min=1),
+    "baseline": Rule(choices=("batch", "ema", "none")),
+    "ema_decay": Rule(min=0, below=1),
+    "ref_refresh_every": Rule(min=0),
+}
+
+
 @dataclass
 class TrainConfig:
     """Fields shared by every trainer, in sections. Defaults are sized for a 2-core laptop CPU.
@@ -273,9 +350,12 @@ class TrainConfig:
     """The supervised warm start."""
     eval: EvalSection = field(default_factory=EvalSection)
     """Periodic and final evaluations."""
-    min_entropy: float = 0.05
+    min_entropy: float = field(default=0.05, metadata=rule(min=0))
     """When the policy's mean entropy (nats) falls below this, the entropy bonus doubles every
     update (from 0.01, at most 1) until it recovers, then decays back (0 = off)."""
+
+    def __post_init__(self) -> None:
+        self._check_own_fields()
 
     @classmethod
     def build(cls, values: dict[str, Any] | None = None, *, strict: bool = True) -> TrainConfig:
@@ -298,7 +378,8 @@ class TrainConfig:
                     (sections[name] if sub else top)[sub or name] = item
                 elif strict:
                     raise TrainingError(
-                        f"Unknown config key {key!r}; see {cls.__name__} and its sections."
+                        f"Unknown config key {key!r}; see {cls.__name__} and its sections "
+                        f"({', '.join(SECTIONS)}: policy.temperature=0.7)."
                     )
         if strict and sections["policy"].keys() & {"greedy", "seed"}:
             raise TrainingError(
@@ -322,6 +403,67 @@ class TrainConfig:
         """Sections as nested dicts, the algorithm's fields and ``algo`` at the top."""
         return dataclasses.asdict(self) | {"algo": getattr(self, "algo", "")}
 
+    def validate(self) -> None:
+        """Refuse, in one sentence, a value or a combination of values that cannot train; the
+        trainer (and ``llmgym train``) calls it before the model loads. Each section checks its
+        own fields (:meth:`Section.validate`), the algorithm's fields are checked against their
+        types and ``ALGORITHM_RULES``; algorithms extend it with checks that need several fields.
+
+        Example:
+            >>> cfg = TrainConfig.build({"policy.backend": "vllm", "policy.action_head": True})
+            >>> cfg.validate()  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            llmgym.errors.ConfigError: vLLM returns log-probs, not hidden states, so a policy ...
+        """
+        for name in SECTIONS:
+            getattr(self, name).validate()
+        self._check_own_fields()
+        _check_vllm_training(self)
+        _check_head_options(self)
+
+    def _check_own_fields(self) -> None:
+        """The fields outside the sections (``min_entropy`` and the algorithm's) against their
+        types and rules."""
+        check_fields(self, rules=ALGORITHM_RULES, skip=SECTIONS)
+
+
+def _check_vllm_training(config: TrainConfig) -> None:
+    """What cannot train through vLLM (``policy.backend == "vllm"``): an action head (vLLM
+    returns no hidden states) and a frozen language model (nothing to sync). LoRA adapters are
+    hot-loaded after each update, a full fine-tune reloaded whole."""
+    policy = config.policy
+    if policy.backend != "vllm":
+        return
+    if policy.action_head and policy.mode == "score":
+        raise ConfigError(
+            "vLLM returns log-probs, not hidden states, so a policy with an action head "
+            "cannot act through it; train with `--set action_head=false` to use the vllm backend."
+        )
+    if not config.optim.train_backbone:
+        raise ConfigError(
+            "Training through vLLM syncs the language model's weights after each update, so "
+            "it needs train_backbone=true (LoRA or a full fine-tune); a frozen model trains "
+            "with the hf backend."
+        )
+
+
+def _check_head_options(config: TrainConfig) -> None:
+    """The action head's options (``lm_prior=false``, ``head_layers``) need the head."""
+    policy = config.policy
+    if policy.action_head and policy.mode == "score":
+        return
+    if not policy.lm_prior:
+        raise ConfigError(
+            "lm_prior=false leaves the action head alone to score the actions, so it needs "
+            "score mode with the head on (`--mode score --set action_head=true`)."
+        )
+    if policy.head_layers is not None:
+        raise ConfigError(
+            "head_layers chooses what the action head reads, so it needs score mode with the "
+            "head on (`--mode score --set action_head=true`)."
+        )
+
 
 def default_value(cls: type, key: str) -> Any:
     """The default of a dotted or flat key in config class ``cls`` (a TrainingError if unknown).
@@ -335,6 +477,42 @@ def default_value(cls: type, key: str) -> Any:
         raise TrainingError(f"Unknown config key {key!r}; see {cls.__name__} and its sections.")
     default = getattr(cls(), name)
     return getattr(default, sub) if sub else default
+
+
+def field_doc(cls: type, key: str) -> str:
+    """The docstring written under a dotted or flat key's field in config class ``cls``, on one
+    line ("" where it has none): the help of the ``llmgym train`` option that sets it.
+
+    Example:
+        >>> field_doc(TrainConfig, "eval_episodes")
+        'Episodes per periodic evaluation (the final report uses more).'
+    """
+    name, _, sub = canonical_key(key).partition(".")
+    if not is_key(cls, key):
+        raise TrainingError(f"Unknown config key {key!r}; see {cls.__name__} and its sections.")
+    owner, field_name = (SECTIONS[name], sub) if sub else (cls, name)
+    return _field_docs(owner).get(field_name, "")
+
+
+@functools.cache
+def _field_docs(cls: type) -> dict[str, str]:
+    """Field name -> its docstring (the string right under it) in ``cls`` and its bases."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):  # no source (frozen or generated class)
+            continue
+        body = tree.body[0].body if tree.body and hasattr(tree.body[0], "body") else []
+        for node, after in zip(body, body[1:]):
+            if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+                continue
+            if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
+                if isinstance(after.value.value, str):
+                    docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
 
 
 def is_key(cls: type, key: str) -> bool:

@@ -1,4 +1,4 @@
-"""The losses the trainers share: discounted returns, PPO's clipped surrogate (per answer, or
+"""The losses the trainers share: PPO's clipped surrogate (per answer, or
 per token averaged over each completion) and the k3 estimator of KL(pi || ref).
 
 Example:
@@ -14,20 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-
-
-def discounted_returns(rewards: Sequence[float], gamma: float) -> list[float]:
-    """Reward-to-go of each turn.
-
-    Example:
-        >>> discounted_returns([0.0, 0.0, 1.0], 0.5)
-        [0.25, 0.5, 1.0]
-    """
-    out, running = [], 0.0
-    for r in reversed(rewards):
-        running = r + gamma * running
-        out.append(running)
-    return out[::-1]
 
 
 def clipped_surrogate(logratio: Any, advantages: Any, clip: float) -> Any:
@@ -54,4 +40,4 @@ def k3_kl(ref_logp: Any, logp: Any) -> Any:
     return (d.exp() - d - 1).mean()
 
 
-__all__ = ["clipped_surrogate", "discounted_returns", "k3_kl", "token_clipped_surrogate"]
+__all__ = ["clipped_surrogate", "k3_kl", "token_clipped_surrogate"]

@@ -5,7 +5,7 @@ Why SGD for the head: its step follows the size of the gradient. Adam's per-coor
 normalisation gives every weight of the bilinear head a step of about ``lr`` whatever its
 gradient, so the coordinates that only carry return noise move as much as those that carry
 the signal. Measured on Blackjack (head-only PPO, 2,000 episodes, seeds 0-2;
-``benchmarks/head_sweep.py``): mean exact greedy value -0.0927 with AdamW, -0.0824 with SGD.
+``experiments/head_sweep.py``): mean exact greedy value -0.0927 with AdamW, -0.0824 with SGD.
 
 Example:
     >>> import torch
@@ -62,4 +62,37 @@ class Optimizers:
             opt.load_state_dict(one)
 
 
-__all__ = ["Optimizers"]
+def make_optimizer(
+    model: Any, extra_modules: dict[str, Any], module_lr: dict[str, float], optim: Any, lr: float
+) -> Optimizers:
+    """AdamW with the language model's trainable weights as group 0 (``lr``) and one group per
+    extra module at its own rate (``module_lr``, else ``lr``); the action head in its own SGD
+    when ``optim.head_optimizer`` is ``sgd``. Every group remembers its ``initial_lr``.
+
+    Example:
+        >>> import torch
+        >>> from types import SimpleNamespace as NS
+        >>> head = torch.nn.Linear(2, 1)
+        >>> opt = make_optimizer(torch.nn.Linear(2, 2), {"action_head": head},
+        ...     {"action_head": 0.3}, NS(weight_decay=0.0, head_optimizer="sgd"), lr=1e-3)
+        >>> [(type(o).__name__, o.param_groups[0]["lr"]) for o in opt.optimizers]
+        [('AdamW', 0.001), ('SGD', 0.3)]
+    """
+    import torch
+
+    groups = [{"params": [p for p in model.parameters() if p.requires_grad], "lr": lr}]
+    sgd = []
+    for name, module in extra_modules.items():
+        params = [p for p in module.parameters() if p.requires_grad]
+        group = {"params": params, "lr": module_lr.get(name, lr)}
+        own = name == "action_head" and optim.head_optimizer == "sgd"
+        (sgd if own else groups).append(group)
+    for group in groups + sgd:
+        group["initial_lr"] = group["lr"]
+    optimizers = [torch.optim.AdamW(groups, weight_decay=optim.weight_decay)]
+    if sgd:
+        optimizers.append(torch.optim.SGD(sgd))
+    return Optimizers(optimizers)
+
+
+__all__ = ["Optimizers", "make_optimizer"]

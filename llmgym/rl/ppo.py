@@ -33,13 +33,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from llmgym.errors import ConfigError
+from llmgym.rl.advantages import gae
+from llmgym.rl.batch import RolloutBatch
 from llmgym.rl.config import TrainConfig
 from llmgym.rl.losses import clipped_surrogate, k3_kl, token_clipped_surrogate
 from llmgym.rl.mirror import check_mirror, mirrored_samples
-from llmgym.rl.trainer import Trainer, mean_stats
+from llmgym.rl.trainer import Trainer
 from llmgym.rollout import Episode
 
 
@@ -83,6 +83,11 @@ class PPOConfig(TrainConfig):
     """Also train on each state's mirror image with the mirrored action and the same advantage
     (envs whose catalog entry declares a mirror symmetry: CartPole; see ``mirror.py``)."""
 
+    def validate(self) -> None:
+        super().validate()
+        if not 0.0 <= self.value_norm_decay < 1.0:
+            raise ConfigError(f"value_norm_decay must be in [0, 1), not {self.value_norm_decay}.")
+
 
 class PPOTrainer(Trainer):
     """PPO with a value head on the last prompt token; see the module docstring."""
@@ -90,12 +95,10 @@ class PPOTrainer(Trainer):
     algo = "ppo"
     config: PPOConfig
 
+    # ---- the critic ------------------------------------------------------------------------
+
     def setup(self) -> None:
         torch = self.torch
-        if not 0.0 <= self.config.value_norm_decay < 1.0:
-            raise ConfigError(
-                f"value_norm_decay must be in [0, 1), not {self.config.value_norm_decay}."
-            )
         if self.config.mirror:
             policy = self.config.policy
             check_mirror(self.envs[0] if self.envs else None, policy.mode, policy.history)
@@ -118,7 +121,6 @@ class PPOTrainer(Trainer):
         self.value_head = head.to(self.device)
         self.extra_modules["value_head"] = self.value_head
         self.module_lr["value_head"] = self.config.value_lr
-        self._np_rng = np.random.default_rng(self.config.run.seed + 1)
         # value_norm: decayed sums of the returns and their squares, and of the weights
         self._return_sums = [0.0, 0.0, 0.0]
 
@@ -151,115 +153,112 @@ class PPOTrainer(Trainer):
             self._return_sums[i] = decay * self._return_sums[i] + (1 - decay) * x
 
     def extra_state(self) -> dict[str, Any]:
-        return {"np_rng": self._np_rng.bit_generator.state, "return_sums": self._return_sums}
+        return {"return_sums": self._return_sums}
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
-        if "np_rng" in state:
-            self._np_rng.bit_generator.state = state["np_rng"]
         self._return_sums = list(state.get("return_sums", [0.0, 0.0, 0.0]))
 
     # ---- advantages ------------------------------------------------------------------------
 
-    def _rollout_stats(self, samples: list[Any]) -> tuple[Any, Any, list[Any] | None]:
-        """Old log-probs, values and (generate mode) old token log-probs, without autograd."""
-        torch = self.torch
-        outs = self.rollout_recompute(samples)
-        with torch.no_grad():
-            values = torch.cat([self.value(out.hidden) for out in outs])
-        logps = torch.cat([out.logprob.float() for out in outs])
-        tokens = [t.float() for out in outs for t in getattr(out, "token_logprobs", None) or []]
-        return logps, values, (tokens or None)
-
-    def _bootstrap(self, episodes: list[Episode]) -> dict[int, float]:
-        """V(final observation) for episodes cut by the time limit."""
+    def bootstrap_values(self, episodes: list[Episode]) -> dict[int, float]:
+        """V(final observation) of the episodes cut by the time limit, by episode index (the
+        policy answers the final observation once, for its prompt)."""
         cut = [e for e in episodes if e.truncated]
         if not cut:
             return {}
-        torch = self.torch
-        with torch.no_grad():
-            samples = self.policy.act(
-                [e.final_observation for e in cut], [e.final_info for e in cut]
-            )
+        with self.torch.no_grad():
+            samples = self.act([e.final_observation for e in cut], [e.final_info for e in cut])
             values = self.value(self.evaluate_samples(samples).hidden).tolist()
         return {e.index: v for e, v in zip(cut, values)}
 
-    def compute_advantages(self, episodes: list[Episode], values: list[float]) -> None:
-        """GAE across turns, written into each step's ``advantage`` and ``ret``."""
+    def advantages(
+        self, episodes: list[Episode], values: list[float], last: dict[int, float]
+    ) -> tuple[list[float], list[float]]:
+        """GAE across each episode's turns (:func:`~llmgym.rl.advantages.gae`): (advantages,
+        returns) over the episodes' turns in order. ``values``: the critic's, per turn;
+        ``last``: :meth:`bootstrap_values` (a terminated episode's next value is 0)."""
         cfg = self.config
-        boot = self._bootstrap(episodes)
+        advantages: list[float] = []
+        returns: list[float] = []
         k = 0
         for ep in episodes:
             vals = values[k : k + ep.length]
             k += ep.length
-            last_gae = 0.0
-            for t in reversed(range(ep.length)):
-                step = ep.steps[t]
-                if t == ep.length - 1:
-                    next_value = boot.get(ep.index, 0.0) if not step.terminated else 0.0
-                else:
-                    next_value = vals[t + 1]
-                delta = step.reward + cfg.gamma * next_value - vals[t]
-                last_gae = delta + cfg.gamma * cfg.gae_lambda * last_gae
-                step.value = vals[t]
-                step.advantage = last_gae
-                step.ret = last_gae + vals[t]
+            last_value = (
+                last.get(ep.index, 0.0) if ep.steps and not ep.steps[-1].terminated else 0.0
+            )
+            rewards = [s.reward for s in ep.steps]
+            adv, ret = gae(rewards, vals, last_value, cfg.gamma, cfg.gae_lambda)
+            advantages += adv
+            returns += ret
+        return advantages, returns
 
     # ---- the update --------------------------------------------------------------------------
 
-    def update(self, episodes: list[Episode]) -> dict[str, float]:
+    def update(self, episodes: list[Episode], acted: list[Any] | None = None) -> dict[str, float]:
         torch, cfg = self.torch, self.config
         steps = [s for e in episodes for s in e.steps]
         samples = [s.sample for s in steps]
         n = len(steps)  # the acted samples; with ``mirror`` their mirror images follow
+        copies = 2 if cfg.mirror else 1
         if cfg.mirror:
             samples += mirrored_samples(self.policy, self.envs[0], steps)
-        old_logp, old_values, old_tokens = self._rollout_stats(samples)
-        self.compute_advantages(episodes, old_values[:n].tolist())
-        copies = 2 if cfg.mirror else 1
-        adv = torch.tensor([s.advantage for s in steps] * copies, device=self.device)
-        returns = torch.tensor([s.ret for s in steps] * copies, device=self.device)
+            acted = None  # the acted outputs do not cover the mirror images
+        # 1. What the rollout policy said: old log-probs and the critic's values.
+        old_logp, old_tokens, outs = self.old_logprobs(samples, acted)
+        with torch.no_grad():
+            old_values = torch.cat([self.value(out.hidden) for out in outs])
+        # 2. Advantages and the critic's targets (mirror images copy their originals').
+        last = self.bootstrap_values(episodes)
+        adv_list, ret_list = self.advantages(episodes, old_values[:n].tolist(), last)
+        adv = torch.tensor(adv_list * copies, device=self.device)
+        returns = torch.tensor(ret_list * copies, device=self.device)
         if cfg.value_norm:
             self.renormalize(returns.tolist())
         ret_mean, ret_std = self.return_scale()  # the critic's targets (normalized by value_norm)
-        targets, old_targets = (returns - ret_mean) / ret_std, (old_values - ret_mean) / ret_std
         if cfg.norm_adv and self.processes.sum([len(steps)])[0] > 1:  # over every process
             mean, std = self.processes.mean_std(adv.tolist(), ddof=1)
             adv = (adv - mean) / (std + 1e-8)
-        ref = self.reference_logprobs(samples) if cfg.kl_coef > 0 else None
-        generate = cfg.policy.mode == "generate" and old_tokens is not None
+        batch = RolloutBatch(
+            samples=samples,
+            advantages=adv,
+            old_logprobs=old_logp,
+            old_token_logprobs=old_tokens if cfg.policy.mode == "generate" else None,
+            values=(old_values - ret_mean) / ret_std,
+            returns=(returns - ret_mean) / ret_std,
+            ref_logprobs=self.reference_logprobs(samples) if cfg.kl_coef > 0 else None,
+        )
 
+        # 3. The clipped surrogate, the value loss, the entropy bonus and the KL penalty.
         def loss_fn(idx: list[int]) -> tuple[Any, dict[str, float]]:
-            out = self.evaluate_samples([samples[i] for i in idx])
-            a = adv[idx]
-            logratio = out.logprob.float() - old_logp[idx]
+            mb = batch.select(idx)
+            out = self.evaluate_samples(mb.samples)
+            logratio = out.logprob.float() - mb.old_logprobs
             ratio = logratio.exp()
-            if generate:  # per-token ratio, averaged over each completion
+            if mb.old_token_logprobs is not None:  # per-token ratio, averaged per completion
                 token_logratios = [
-                    out.token_logprobs[j].float() - old_tokens[i] for j, i in enumerate(idx)
+                    new.float() - old for new, old in zip(out.token_logprobs, mb.old_token_logprobs)
                 ]
-                pg_loss = token_clipped_surrogate(token_logratios, a, cfg.clip_coef).mean()
+                pg_loss = token_clipped_surrogate(token_logratios, mb.advantages, cfg.clip_coef)
             else:
-                pg_loss = clipped_surrogate(logratio, a, cfg.clip_coef).mean()
+                pg_loss = clipped_surrogate(logratio, mb.advantages, cfg.clip_coef)
+            pg_loss = pg_loss.mean()
             v = self.normalized_value(out.hidden)
+            v_loss = (v - mb.returns) ** 2
             if cfg.clip_vloss:
-                v_clip = old_targets[idx] + (v - old_targets[idx]).clamp(
-                    -cfg.clip_coef, cfg.clip_coef
-                )
-                v_loss = (
-                    0.5 * torch.max((v - targets[idx]) ** 2, (v_clip - targets[idx]) ** 2).mean()
-                )
-            else:
-                v_loss = 0.5 * ((v - targets[idx]) ** 2).mean()
+                v_clip = mb.values + (v - mb.values).clamp(-cfg.clip_coef, cfg.clip_coef)
+                v_loss = torch.max(v_loss, (v_clip - mb.returns) ** 2)
+            v_loss = 0.5 * v_loss.mean()
             entropy = out.entropy.float().mean()
             loss = pg_loss - self.ent_coef * entropy + cfg.vf_coef * v_loss
-            kl = torch.zeros(())
-            if ref is not None:
-                kl = k3_kl(ref[idx], out.logprob.float())
+            stats = {}
+            if mb.ref_logprobs is not None:
+                kl = k3_kl(mb.ref_logprobs, out.logprob.float())
                 loss = loss + cfg.kl_coef * kl
+                stats["losses/kl"] = kl.item()
             with torch.no_grad():
                 approx_kl = ((ratio - 1) - logratio).mean()
                 clipfrac = ((ratio - 1).abs() > cfg.clip_coef).float().mean()
-            stats = {"losses/kl": kl.item()} if ref is not None else {}
             return loss, stats | {
                 "losses/policy": pg_loss.item(),
                 "losses/value": v_loss.item(),
@@ -269,34 +268,19 @@ class PPOTrainer(Trainer):
                 "losses/total": loss.item(),
             }
 
-        history: list[dict[str, float]] = []
-        epochs_run = 0
-        stop = False
-        for _epoch in range(cfg.update_epochs):
-            epochs_run += 1
-            for mb in self.processes.minibatches(
-                len(samples), cfg.optim.minibatch_size, self._np_rng
-            ):
-                stats = self.optimize(mb, loss_fn)
-                if stats is not None:
-                    history.append(stats)
-                    if cfg.target_kl is not None and stats["losses/approx_kl"] > cfg.target_kl:
-                        stop = True
-                        break
-            if stop:
-                break
-        metrics = mean_stats(history)
+        # 4. Epochs of minibatch steps, stopped early once the policy moved past target_kl.
+        def past_target(stats: dict[str, float]) -> bool:
+            return cfg.target_kl is not None and stats["losses/approx_kl"] > cfg.target_kl
+
+        metrics = self.run_epochs(len(batch), loss_fn, cfg.update_epochs, stop=past_target)
         with torch.no_grad():  # over the acted samples
             var_y = returns[:n].var()
             residual = returns[:n] - old_values[:n]
             explained = 1 - residual.var() / var_y if var_y > 0 else torch.tensor(0.0)
-        metrics |= {
+        return metrics | {
             "losses/explained_variance": float(explained),
-            "losses/epochs": float(epochs_run),
-            "losses/early_stop": float(stop),
             "charts/value_mean": float(old_values[:n].mean()),
         }
-        return metrics
 
 
 __all__ = ["PPOConfig", "PPOTrainer"]

@@ -21,11 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from llmgym.rl.advantages import baseline_advantages, discounted_returns
+from llmgym.rl.batch import RolloutBatch
 from llmgym.rl.config import TrainConfig
-from llmgym.rl.losses import discounted_returns, k3_kl
-from llmgym.rl.trainer import Trainer, mean_stats
+from llmgym.rl.losses import k3_kl
+from llmgym.rl.trainer import Trainer
 from llmgym.rollout import Episode
 
 
@@ -61,88 +61,86 @@ class ReinforceTrainer(Trainer):
 
     def setup(self) -> None:
         self._ema: float | None = None
-        self._np_rng = np.random.default_rng(self.config.run.seed + 1)
 
     def extra_state(self) -> dict[str, Any]:
-        return {"ema": self._ema, "np_rng": self._np_rng.bit_generator.state}
+        return {"ema": self._ema}
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
         self._ema = state.get("ema")
-        if "np_rng" in state:
-            self._np_rng.bit_generator.state = state["np_rng"]
 
-    def compute_advantages(self, episodes: list[Episode]) -> list[float]:
+    # ---- advantages --------------------------------------------------------------------------
+
+    def baseline(self, batch_mean: float) -> float:
+        """The baseline of this batch (whose mean reward-to-go over every process is
+        ``batch_mean``): that mean, its moving average (``ema``) or 0."""
         cfg = self.config
-        returns: list[float] = []
-        for ep in episodes:
-            for step, g in zip(
-                ep.steps, discounted_returns([s.reward for s in ep.steps], cfg.gamma)
-            ):
-                step.ret = g
-                returns.append(g)
-        arr = np.asarray(returns, dtype=float)
-        batch_mean, _ = self.processes.mean_std(arr)  # the batch of every process
         if cfg.baseline == "batch":
-            base = batch_mean
-        elif cfg.baseline == "ema":
+            return batch_mean
+        if cfg.baseline == "ema":
+            old = self._ema
             self._ema = (
                 batch_mean
-                if self._ema is None
-                else (cfg.ema_decay * self._ema + (1 - cfg.ema_decay) * batch_mean)
+                if old is None
+                else cfg.ema_decay * old + (1 - cfg.ema_decay) * batch_mean
             )
-            base = self._ema
-        else:
-            base = 0.0
-        adv = arr - base
-        _, std = self.processes.mean_std(adv)
-        if cfg.scale_advantages and std > 1e-8:
-            adv = adv / (std + 1e-8)
-        return adv.tolist()
+            return self._ema
+        return 0.0
 
-    def update(self, episodes: list[Episode]) -> dict[str, float]:
+    def advantages(self, episodes: list[Episode]) -> list[float]:
+        """Each turn's reward-to-go minus the baseline, over the batch's std when
+        ``scale_advantages`` (statistics over every process)."""
+        cfg = self.config
+        returns = [
+            g
+            for ep in episodes
+            for g in discounted_returns([s.reward for s in ep.steps], cfg.gamma)
+        ]
+        batch_mean, _ = self.processes.mean_std(returns)
+        base = self.baseline(batch_mean)
+        _, std = self.processes.mean_std(baseline_advantages(returns, base))
+        return baseline_advantages(returns, base, std if cfg.scale_advantages else None)
+
+    # ---- the update --------------------------------------------------------------------------
+
+    def update(self, episodes: list[Episode], acted: list[Any] | None = None) -> dict[str, float]:
         torch, cfg = self.torch, self.config
         if cfg.ref_refresh_every and self.iteration and self.iteration % cfg.ref_refresh_every == 0:
             self.refresh_reference()
-        steps = [s for e in episodes for s in e.steps]
-        samples = [s.sample for s in steps]
-        adv = torch.tensor(
-            self.compute_advantages(episodes), dtype=torch.float32, device=self.device
+        samples = [s.sample for e in episodes for s in e.steps]
+        adv = torch.tensor(self.advantages(episodes), dtype=torch.float32, device=self.device)
+        batch = RolloutBatch(
+            samples=samples,
+            advantages=adv,
+            ref_logprobs=self.reference_logprobs(samples) if cfg.kl_coef > 0 else None,
         )
-        ref = self.reference_logprobs(samples) if cfg.kl_coef > 0 else None
         generate = cfg.policy.mode == "generate"
 
         def loss_fn(idx: list[int]) -> tuple[Any, dict[str, float]]:
-            out = self.evaluate_samples([samples[i] for i in idx])
+            mb = batch.select(idx)
+            out = self.evaluate_samples(mb.samples)
             logp = out.logprob.float()
             if generate and getattr(out, "token_logprobs", None) is not None:
                 turn_logp = torch.stack([t.float().mean() for t in out.token_logprobs])
             else:
                 turn_logp = logp
-            pg_loss = -(adv[idx] * turn_logp).mean()
+            pg_loss = -(mb.advantages * turn_logp).mean()
             entropy = out.entropy.float().mean()
             loss = pg_loss - self.ent_coef * entropy
-            kl = torch.zeros(())
-            if ref is not None:
-                kl = k3_kl(ref[idx], logp)
+            stats = {}
+            if mb.ref_logprobs is not None:
+                kl = k3_kl(mb.ref_logprobs, logp)
                 loss = loss + cfg.kl_coef * kl
-            stats = {"losses/kl": kl.item()} if ref is not None else {}
+                stats["losses/kl"] = kl.item()
             return loss, stats | {
                 "losses/policy": pg_loss.item(),
                 "charts/entropy": entropy.item(),
                 "losses/total": loss.item(),
             }
 
-        history = []
-        for _ in range(cfg.update_epochs):
-            for mb in self.processes.minibatches(
-                len(samples), cfg.optim.minibatch_size, self._np_rng
-            ):
-                stats = self.optimize(mb, loss_fn)
-                if stats is not None:
-                    history.append(stats)
-        return mean_stats(history) | {
+        metrics = self.run_epochs(len(batch), loss_fn, cfg.update_epochs)
+        return metrics | {
             "charts/advantage_abs": float(adv.abs().mean()),
-            "train/reference_refreshes": float(len(self.merged_adapters)),
+            "train/reference_refreshes": float(len(self.weights.merged_adapters)),
         }
 
 

@@ -25,15 +25,16 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from llmgym.errors import TrainingError
+from llmgym.evaluation.references import expert_for
 from llmgym.rl.likelihood import evaluate_cached, sequence_mean_logprob
 from llmgym.rollout import play
 
@@ -64,56 +65,6 @@ class SFTConfig:
     """Gradient clipping."""
     seed: int = 0
     """Shuffling seed."""
-
-
-# --------------------------------------------------------------------------------------------
-# Experts
-
-
-def expert_for(env: gym.Env) -> Callable[[Any], Any]:
-    """An expert ``raw_obs -> base action`` for ``env``: the optimal or heuristic agent of
-    ``llmgym.baselines.agents.OPTIMAL`` (exact DP / value iteration, controllers). Raises
-    TrainingError when there is none."""
-    from llmgym.baselines.agents import OPTIMAL
-
-    base = type(env.unwrapped).__name__
-    if base not in OPTIMAL:
-        raise TrainingError(
-            f"No expert is known for {base}; pass --sft FILE with demos (JSONL) or --sft none."
-        )
-    return OPTIMAL[base](env)
-
-
-def reference_returns(
-    env_id: str,
-    env_kwargs: dict[str, Any] | None,
-    seeds: Sequence[int],
-    agent: str = "expert",
-) -> dict[str, float]:
-    """Mean return and 95 % CI of the ``expert`` or a uniformly ``random`` agent, played
-    through the text env on ``seeds`` (the same seeds an LLM policy is evaluated on).
-
-    Raises ``TrainingError`` for an env without valid actions (free text, e.g. math) or, for
-    the expert, without a known expert."""
-    from llmgym.evaluation.stats import mean_ci95
-
-    env = gym.make(env_id, **(env_kwargs or {}))
-    expert = expert_for(env) if agent == "expert" else None
-    rng = np.random.default_rng(12345)
-
-    def act(observations: list[str], infos: list[dict[str, Any]]) -> list[str]:
-        valid = list(infos[0].get("valid_actions") or [])
-        if not valid:
-            raise TrainingError(f"{env_id} lists no valid actions: no {agent} agent plays it.")
-        k = int(expert(infos[0]["raw_obs"])) if expert else int(rng.integers(len(valid)))
-        return [json.dumps({"action": valid[k]})]
-
-    try:
-        returns = [e.ret for e in play(act, [env], seeds)]
-    finally:
-        env.close()
-    mean, ci = mean_ci95(returns)
-    return {"mean_return": mean, "ci95": ci, "episodes": len(returns)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -325,16 +276,84 @@ def sft_train(
     }
 
 
+# --------------------------------------------------------------------------------------------
+# Inside a trainer
+
+
+def warm_start(trainer: Any) -> dict[str, float]:
+    """The trainer's configured SFT warm start (``sft.source`` = auto | FILE): demos saved as
+    ``sft_demos.jsonl`` in the run, then :func:`sft_train` on the trainer's weights. The head
+    keeps the demos' feature map afterwards; with ``sft.as_reference`` the warm-started policy
+    becomes the KL reference."""
+    config = trainer.config
+    demos = build_demos(
+        config.sft.source,
+        config.run.env_id,
+        config.run.env_kwargs,
+        episodes=config.sft.episodes,
+        seed=config.run.seed,
+    )
+    trainer.run_dir.mkdir(parents=True, exist_ok=True)
+    save_demos(trainer.run_dir / "sft_demos.jsonl", demos)
+    cfg = SFTConfig(
+        epochs=config.sft.epochs,
+        learning_rate=config.sft.learning_rate,
+        micro_batch_size=min(config.optim.micro_batch_size, config.sft.batch_size),
+        batch_size=config.sft.batch_size,
+        seed=config.run.seed,
+    )
+    start = time.perf_counter()
+    if config.run.progress:
+        print(f"SFT warm start on {len(demos)} demos, {cfg.epochs} epochs ...", flush=True)
+
+    def on_epoch(epoch: int) -> None:
+        if config.run.progress:
+            elapsed = time.perf_counter() - start
+            print(f"  SFT epoch {epoch + 1}/{cfg.epochs} done ({elapsed:.0f} s)", flush=True)
+
+    params = trainer.trainable_parameters()
+    stats = sft_train(trainer.policy, demos, cfg, params=params, on_epoch=on_epoch)
+    trainer.weights.cache.clear()
+    # The head learned on the demos' feature map: re-whitening it under RL's states would
+    # move the SFT policy without any update.
+    trainer.features_frozen = True
+    if config.sft.as_reference:
+        trainer.refresh_reference()
+    return stats
+
+
+def continued_sft(trainer: Any, episodes: Sequence[Any]) -> dict[str, float]:
+    """``sft.during_rl``: one optimizer step of SFT on up to 32 parsed turns of the last 256
+    from successful episodes (return > 0), weighted into the trainer's optimizer."""
+    memory = trainer.recent_successes
+    for ep in episodes:
+        if ep.ret > 0:
+            memory += [s for s in ep.steps if s.parse_ok]
+    del memory[:-256]
+    if not memory:
+        return {}
+    rng = random.Random(trainer.iteration)
+    samples = [s.sample for s in rng.sample(memory, min(len(memory), 32))]
+    weight, mode = trainer.config.sft.during_rl, trainer.config.policy.mode
+
+    def loss_fn(idx: list[int]) -> tuple[Any, dict[str, float]]:
+        out = trainer.evaluate_samples([samples[i] for i in idx])
+        loss = -weight * sequence_mean_logprob(out, mode).mean()
+        return loss, {"losses/sft": loss.item()}
+
+    return trainer.optimize(list(range(len(samples))), loss_fn) or {}
+
+
 __all__ = [
     "Demo",
     "SFTConfig",
     "build_demos",
+    "continued_sft",
     "demo_nll",
     "demo_sample",
-    "expert_for",
     "generate_demos",
     "load_demos",
-    "reference_returns",
     "save_demos",
     "sft_train",
+    "warm_start",
 ]

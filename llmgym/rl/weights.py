@@ -1,6 +1,7 @@
-"""LoRA and the reference policy of a trainer: the adapter put on the model, the reference
-(the adapter switched off, or a frozen copy after a full fine-tune, with the action head frozen
-at the last refresh), its memoised log-probs, and refreshing it (REINFORCE's
+"""Which weights train and what the reference policy is, as one component a trainer owns
+(:class:`Weights`): the LoRA adapter put on the model (or the whole model, or nothing), the
+reference (the adapter switched off, or a frozen copy after a full fine-tune, with the action
+head frozen at the last refresh), its memoised log-probs, and refreshing it (REINFORCE's
 ``ref_refresh_every``: merge the adapter into the base weights and start a fresh one).
 
 Example:
@@ -13,125 +14,130 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 
-class LoraAndReference:
-    """Mixed into ``Trainer`` (it reads ``config``, ``model``, ``policy``, ``recompute``)."""
+class Weights:
+    """What trains (a LoRA adapter, the whole model, or nothing: a frozen backbone) and the
+    reference policy, owned by a trainer. It holds the reference's own state: the action head
+    frozen at the last refresh, the frozen copy of a fully fine-tuned model (built on first
+    use), the adapters merged by refreshes (kept so that a resume replays them) and the
+    memoised reference log-probs."""
 
-    def _lora_config(self, model: Any) -> Any:
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        self.merged_adapters: list[dict[str, Any]] = []
+        self.ref_head: Any = None
+        self.ref_model: Any = None
+        self.cache: dict[tuple, float] = {}
+
+    def lora_config(self, model: Any) -> Any:
+        """The peft ``LoraConfig`` of ``config.lora`` for ``model``."""
         from peft import LoraConfig
 
-        targets = self.config.lora.target_modules
+        lora = self.config.lora
+        targets = lora.target_modules
         if targets is None:
             targets = default_lora_targets(self.config.policy.model)
         layers: dict[str, Any] = {}
         n_layers = getattr(getattr(model, "config", None), "num_hidden_layers", None)
-        if self.config.lora.layers and n_layers and self.config.lora.layers < n_layers:
-            first = n_layers - self.config.lora.layers
+        if lora.layers and n_layers and lora.layers < n_layers:
+            first = n_layers - lora.layers
             layers = {
                 "layers_to_transform": list(range(first, n_layers)),
                 "layers_pattern": "layers",
             }
         return LoraConfig(
-            r=self.config.lora.r,
-            lora_alpha=self.config.lora.alpha,
-            lora_dropout=self.config.lora.dropout,
+            r=lora.r,
+            lora_alpha=lora.alpha,
+            lora_dropout=lora.dropout,
             target_modules=list(targets) if not isinstance(targets, str) else targets,
             task_type="CAUSAL_LM",
             **layers,
         )
 
-    def _prepare_model(self, model: Any) -> Any:
+    def prepare(self, model: Any) -> Any:
+        """The model as it trains: frozen, whole, or with a fresh LoRA adapter."""
         if not self.config.optim.train_backbone:
-            self._ref_model = None
             return model.requires_grad_(False).eval()
         if not self.config.lora.enabled:
-            self._ref_model = None
-            model.train()
-            return model
+            return model.train()
         from peft import get_peft_model
 
-        model = get_peft_model(model, self._lora_config(model))
-        model.train()
-        return model
+        return get_peft_model(model, self.lora_config(model)).train()
 
     @contextmanager
-    def reference(self) -> Iterator[None]:
-        """Run the policy as the reference: the adapter switched off (LoRA) or the frozen copy
-        (full fine-tune), and no action head (or the one frozen by :meth:`refresh_reference`)."""
-        live_head = self.policy.head
-        self.policy.head = self._ref_head
+    def reference(self, policy: Any) -> Iterator[None]:
+        """Run ``policy`` as the reference: the adapter switched off (LoRA) or the frozen copy
+        (full fine-tune), and no action head (or the one frozen by :meth:`refresh`)."""
+        live_head, live_model = policy.head, policy.model
+        policy.head = self.ref_head
         try:
-            with self._reference_backbone():
+            if not self.config.optim.train_backbone:
+                yield
+            elif self.config.lora.enabled:
+                with policy.model.disable_adapter():
+                    yield
+            else:
+                if self.ref_model is None:
+                    import copy
+
+                    self.ref_model = copy.deepcopy(live_model).eval().requires_grad_(False)
+                policy.model = self.ref_model
                 yield
         finally:
-            self.policy.head = live_head
+            policy.head, policy.model = live_head, live_model
 
-    @contextmanager
-    def _reference_backbone(self) -> Iterator[None]:
-        if not self.config.optim.train_backbone:
-            yield
-            return
-        if self.config.lora.enabled:
-            with self.model.disable_adapter():
-                yield
-            return
-        if getattr(self, "_ref_model", None) is None:
-            import copy
+    def reference_logprobs(
+        self, policy: Any, samples: Sequence[Any], recompute: Callable[[list[Any]], list[Any]]
+    ) -> Any:
+        """log pi_ref(taken | prompt) per sample [N] (``recompute``: the trainer's no-grad
+        re-scoring, one output per chunk); memoised per (prompt, completion) in score mode with
+        a Markov prompt (the reference only changes on a refresh)."""
+        import torch
 
-            self._ref_model = copy.deepcopy(self.model).eval().requires_grad_(False)
-        live = self.policy.model
-        self.policy.model = self._ref_model
-        try:
-            yield
-        finally:
-            self.policy.model = live
-
-    def reference_logprobs(self, samples: Sequence[Any]) -> Any:
-        """log pi_ref(taken | prompt) per sample; memoised per (prompt, completion) in score mode
-        with a Markov prompt (the reference only changes on a refresh)."""
-        torch = self.torch
         keys = [sample_key(s) for s in samples]
-        missing = [i for i, k in enumerate(keys) if k not in self._ref_cache]
-        with self.reference():
-            outs = self.recompute([samples[i] for i in missing])
+        missing = [i for i, k in enumerate(keys) if k not in self.cache]
+        with self.reference(policy):
+            outs = recompute([samples[i] for i in missing])
         logprobs = [lp for out in outs for lp in out.logprob.tolist()]
         for i, lp in zip(missing, logprobs, strict=True):
-            self._ref_cache[keys[i]] = lp
-        values = torch.tensor([self._ref_cache[k] for k in keys], dtype=torch.float32)
+            self.cache[keys[i]] = lp
+        values = torch.tensor([self.cache[k] for k in keys], dtype=torch.float32)
         if self.config.policy.mode != "score" or self.config.policy.history:
-            self._ref_cache.clear()  # prompts rarely repeat: keep memory flat
-        return values.to(self.device)
+            self.cache.clear()  # prompts rarely repeat: keep memory flat
+        return values
 
-    def refresh_reference(self) -> None:
+    def refresh(self, model: Any, policy: Any) -> Any:
         """Make the current policy the new reference: merge the adapter into the base weights
-        and start a fresh adapter (the merged deltas are kept so a resume can replay them)."""
-        self._ref_cache.clear()
-        if self.policy.head is not None:
+        and start a fresh adapter. Returns the model to train on (the caller builds a new
+        optimizer for it)."""
+        self.cache.clear()
+        if policy.head is not None:
             import copy
 
-            self._ref_head = copy.deepcopy(self.policy.head).requires_grad_(False)
+            self.ref_head = copy.deepcopy(policy.head).requires_grad_(False)
         if not self.config.optim.train_backbone:
-            return
+            return model
         if not self.config.lora.enabled:
-            self._ref_model = None
-            return
-        from peft import get_peft_model, get_peft_model_state_dict
+            self.ref_model = None
+            return model
+        from peft import get_peft_model_state_dict
 
-        state = {
-            k: v.detach().cpu().clone() for k, v in get_peft_model_state_dict(self.model).items()
-        }
+        state = {k: v.detach().cpu().clone() for k, v in get_peft_model_state_dict(model).items()}
+        return self.merge(model, state)
+
+    def merge(self, model: Any, state: dict[str, Any]) -> Any:
+        """Merge the adapter ``state`` into ``model``'s base weights, remember it, and return
+        the base with a fresh adapter (a refresh, or a resume replaying one)."""
+        from peft import get_peft_model, set_peft_model_state_dict
+
+        set_peft_model_state_dict(model, state)
         self.merged_adapters.append(state)
-        base = self.model.merge_and_unload()
-        self.model = get_peft_model(base, self._lora_config(base))
-        self.model.train()
-        self.policy.model = self.model
-        if hasattr(self.policy, "clear_cache"):
-            self.policy.clear_cache()
-        self.optimizer = self._make_optimizer()
+        base = model.merge_and_unload()
+        return get_peft_model(base, self.lora_config(base)).train()
 
 
 def default_lora_targets(name: str) -> Any:
@@ -162,4 +168,4 @@ def as_list(x: Any) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
-__all__ = ["LoraAndReference", "as_list", "default_lora_targets", "sample_key"]
+__all__ = ["Weights", "as_list", "default_lora_targets", "sample_key"]

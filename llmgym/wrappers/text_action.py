@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from llmgym.envs.describers import CHARSET, Describer
+from llmgym.describers import CHARSET, Describer
 from llmgym.errors import ConfigError, InvalidActionError
 from llmgym.parsing import ParseResult, parse_box, parse_discrete
 

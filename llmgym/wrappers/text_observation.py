@@ -7,7 +7,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from gymnasium import spaces
 
-from llmgym.envs.describers import CHARSET, Describer
+from llmgym.describers import CHARSET, Describer
 
 MAX_OBSERVATION_CHARS = 8_192
 _ALLOWED = frozenset(CHARSET)

@@ -161,8 +161,8 @@ def test_policy_directory_restores_the_greedy_actions(train_backbone, tmp_path):
     loaded = load_trained_policy(str(path), device="cpu", policy_config=greedy)
     info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
     rooms = [room for room, _ in ROOMS] * 2
-    with trainer.greedy(True), torch.no_grad():
-        want = trainer.policy.act(rooms, [info] * 4)
+    with torch.no_grad():
+        want = trainer.policy.act(rooms, [info] * 4, greedy=True)
     got = loaded.act(rooms, [info] * 4)
     assert [s.action_index for s in got] == [s.action_index for s in want]
     assert [s.logprobs[0] for s in got] == pytest.approx([s.logprobs[0] for s in want], abs=1e-5)
@@ -193,8 +193,8 @@ def _restored_after_training(trainer, tmp_path) -> LLMPolicy:
     loaded = load_trained_policy(str(path), device="cpu", policy_config=greedy)
     info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
     rooms = [room for room, _ in ROOMS]
-    with trainer.greedy(True), torch.no_grad():
-        want = trainer.policy.act(rooms, [info] * 2)
+    with torch.no_grad():
+        want = trainer.policy.act(rooms, [info] * 2, greedy=True)
     got = loaded.act(rooms, [info] * 2)
     assert [s.logprobs[0] for s in got] == pytest.approx([s.logprobs[0] for s in want], abs=1e-5)
     return loaded

@@ -91,9 +91,9 @@ def test_cli_export_states_the_rank_and_turns_errors_into_one_sentence(
 ):
     from typer.testing import CliRunner
 
-    from llmgym.rl import export as export_module
     from llmgym.cli import app
     from llmgym.errors import LLMGymError
+    from llmgym.rl import export as export_module
 
     assert issubclass(ExportError, LLMGymError) and issubclass(ExportError, ValueError)
     result = CliRunner().invoke(app, ["export", str(lora_run), str(tmp_path / "adapter")])

@@ -68,8 +68,8 @@ pytest.importorskip("peft")
 
 from bandit import register  # noqa: E402
 
+from llmgym.errors import TrainingError  # noqa: E402
 from llmgym.rl import make_trainer  # noqa: E402
-from llmgym.rl.trainer import TrainingError  # noqa: E402
 
 CFG = dict(
     model="tiny",

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
 from bandit import register  # noqa: E402
 
 from llmgym.rl import ALGOS, make_trainer  # noqa: E402
-from llmgym.rl.sft import Demo, demo_nll, demo_sample, sft_train  # noqa: E402
+from llmgym.rl.sft import Demo, demo_nll, demo_sample, sft_train, warm_start  # noqa: E402
 
 # "a" is the action the tiny model does NOT prefer at init (it picks "b" ~90 %).
 BANDIT = register("a")
@@ -118,8 +118,8 @@ def test_env_step_budget_is_never_exceeded(tmp_path):
     config = FAST | dict(env_id="Text-CartPole-v1", num_envs=4, episodes_per_update=4)
     trainer = make_trainer("ppo", total_env_steps=45, output_dir=str(tmp_path), **config)
     cut = []
-    bootstrap = trainer._bootstrap
-    trainer._bootstrap = lambda episodes: (
+    bootstrap = trainer.bootstrap_values
+    trainer.bootstrap_values = lambda episodes: (
         cut.extend(e for e in episodes if e.capped) or bootstrap(episodes)
     )
     trainer.train()
@@ -181,8 +181,8 @@ def test_value_norm_critic_learns_the_returns_scale(tmp_path):
         samples = [s.sample for e in episodes for s in e.steps]
         with torch.no_grad():
             values = trainer.value(trainer.evaluate_samples(samples).hidden)
-        trainer.compute_advantages(episodes, values.tolist())
-        returns = torch.tensor([s.ret for e in episodes for s in e.steps])
+        _, returns = trainer.advantages(episodes, values.tolist(), {})
+        returns = torch.tensor(returns)
         return float((values.mean() - returns.mean()).abs() / returns.mean())
 
     assert gap(True) < 0.3
@@ -267,9 +267,9 @@ def test_sft_warm_start_becomes_the_reference_and_resumes(tmp_path):
     save_demos(demos, [Demo("Say a or b.", "Pick.", "a", ["a", "b"])] * 8)
     cfg = dict(FAST, sft=str(demos), sft_epochs=2, total_episodes=16)
     trainer = make_trainer("reinforce", output_dir=str(tmp_path / "run"), **cfg)
-    stats = trainer.sft_warm_start()
+    stats = warm_start(trainer)
     assert stats["sft/nll_after"] < stats["sft/nll_before"]
-    assert len(trainer.merged_adapters) == 1  # the SFT policy is the KL reference now
+    assert len(trainer.weights.merged_adapters) == 1  # the SFT policy is the KL reference now
     samples = [s.sample for e in trainer.collect() for s in e.steps]
     with torch.no_grad():
         logp = trainer.evaluate_samples(samples).logprob
@@ -321,7 +321,7 @@ def test_generate_mode_update_runs(algo, tmp_path):
 def test_collapse_warning(tmp_path):
     trainer = make_trainer("reinforce", total_episodes=16, output_dir=str(tmp_path), **FAST)
     episodes = trainer.collect() + trainer.collect()
-    from llmgym.rl.trainer import rollout_metrics
+    from llmgym.rl.metrics import rollout_metrics
 
     metrics = rollout_metrics(episodes) | {"charts/entropy": 0.001}
     metrics["diagnostics/top_action_frac"] = 1.0

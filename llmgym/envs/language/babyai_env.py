@@ -40,7 +40,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from llmgym.envs.describers import CuratedDescriber
+from llmgym.describers import CuratedDescriber
 
 ACTIONS = [
     ("turn left", "turn 90 degrees to the left"),

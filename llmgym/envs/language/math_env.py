@@ -58,7 +58,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from gymnasium import spaces
 
-from llmgym.envs.describers import CHARSET
+from llmgym.describers import CHARSET
 from llmgym.errors import ConfigError
 from llmgym.parsing import MAX_SCAN_CHARS, json_values
 from llmgym.wrappers.text_action import MAX_ACTION_CHARS

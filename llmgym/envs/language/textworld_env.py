@@ -43,7 +43,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from gymnasium import spaces
 
-from llmgym.envs.describers import CHARSET
+from llmgym.describers import CHARSET
 from llmgym.errors import ConfigError
 from llmgym.parsing import parse_discrete
 from llmgym.wrappers.text_action import MAX_ACTION_CHARS

@@ -1,0 +1,220 @@
+"""Score mode of the LLM policy: each valid action's answer scored by the language model
+(one pass, the prompt's KV cache shared by the candidates) plus the action head's learned,
+state-specific score, sampled from ``softmax(score / temperature)``; and the same scores
+recomputed with gradients for an update. Mixed into ``LLMPolicy``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from llmgym.policy.config import PolicyConfig
+from llmgym.policy.prompts import split_infos
+from llmgym.policy.samples import ActionSample, PolicyOutput
+
+
+class ScoreMode:
+    """Mixed into ``LLMPolicy``: score mode over the attributes declared here, which the
+    policy sets (and the prompt methods it defines)."""
+
+    config: PolicyConfig
+    model: Any
+    tokenizer: Any
+    device: torch.device
+    generator: torch.Generator
+    head: Any  # ActionHead | None
+    memoize: bool
+    backend: Any
+    update_backend: Any
+    _memo: dict[tuple[Any, ...], Any]
+    _action_embeddings: dict[str, torch.Tensor]
+
+    def _scores(self, token_logprobs: list[torch.Tensor], actions: Sequence[str]) -> torch.Tensor:
+        sums = torch.stack([t.sum() for t in token_logprobs])
+        if self.config.normalization == "token":
+            sizes = [len(t) for t in token_logprobs]
+        elif self.config.normalization == "word":
+            sizes = [max(1, len(a.split())) for a in actions]
+        else:
+            return sums
+        return sums / torch.tensor(sizes, dtype=sums.dtype, device=sums.device)
+
+    def action_probabilities(
+        self, observations: Sequence[str], infos: Sequence[dict[str, Any]]
+    ) -> list[list[float]]:
+        """Score mode: each env's probability of each valid action, ``softmax(score / T)``
+        (the distribution ``act`` samples from), without acting or touching the history."""
+        temperature = self.config.temperature
+        scores = self.action_scores(observations, infos)
+        return [torch.softmax(torch.tensor(s) / temperature, -1).tolist() for s in scores]
+
+    @torch.no_grad()
+    def action_scores(
+        self, observations: Sequence[str], infos: Sequence[dict[str, Any]]
+    ) -> list[list[float]]:
+        """Score mode: each env's score of each valid action (the language model's and the
+        head's, before the temperature), finite where a probability would round to 0."""
+        infos = split_infos(infos, len(observations))
+        messages = [
+            self.messages_for(i, o, info) for i, (o, info) in enumerate(zip(observations, infos))
+        ]
+        texts = [self.prompt_text(m) for m in messages]
+        prompts = [self.encode(t) for t in texts]
+        actions = [list(info.get("valid_actions") or []) for info in infos]
+        _, _, scores = self._score_rows(texts, prompts, actions)
+        return [s.float().tolist() for s in scores]
+
+    def _score_rows(self, texts, prompts, actions):
+        """(candidate ids, hidden states, candidate scores incl. the head) per env."""
+        candidates = [
+            [self.candidate_ids(t, p, a) for a in acts]
+            for t, p, acts in zip(texts, prompts, actions)
+        ]
+        hidden, lm_scores = self._score_features(prompts, candidates, actions)
+        return candidates, hidden, self._candidate_scores(hidden, lm_scores, actions)
+
+    def _act_score(self, messages, texts, prompts, actions, greedy) -> list[ActionSample]:
+        candidates, hidden, scores = self._score_rows(texts, prompts, actions)
+        samples = []
+        for b, acts in enumerate(actions):
+            logpi = torch.log_softmax(scores[b] / self.config.temperature, -1)
+            if greedy:
+                k = int(logpi.argmax())
+            else:
+                probs = logpi.exp().to(self.generator.device)
+                k = int(torch.multinomial(probs, 1, generator=self.generator))
+            samples.append(
+                ActionSample(
+                    text=self.answer_text(acts[k]),
+                    action_index=k,
+                    prompt_ids=prompts[b],
+                    completion_ids=candidates[b][k],
+                    logprobs=[float(logpi[k])],
+                    candidate_ids=candidates[b],
+                    messages=messages[b],
+                    valid_actions=acts,
+                    hidden=hidden[b].detach().cpu() if self.head is not None else None,
+                )
+            )
+        return samples
+
+    def _score_features(
+        self,
+        prompts: list[list[int]],
+        candidates: list[list[list[int]]],
+        actions: list[list[str]],
+        *,
+        shared: bool = True,
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """(hidden state at the answer position [B, H], each env's candidate LM scores [K]),
+        from the memo where allowed; with gradients when the caller enables them."""
+        if not self.memoize:
+            return self._forward_features(prompts, candidates, actions, shared)
+        keys = [(tuple(p), tuple(a)) for p, a in zip(prompts, actions)]
+        missing = first_missing(keys, self._memo)
+        if missing:
+            with torch.no_grad():
+                hidden, lm = self._forward_features(
+                    [prompts[i] for i in missing],
+                    [candidates[i] for i in missing],
+                    [actions[i] for i in missing],
+                    shared,
+                )
+            for j, i in enumerate(missing):
+                self._memo[keys[i]] = (hidden[j], lm[j])
+        rows = [self._memo[k] for k in keys]
+        return torch.stack([h for h, _ in rows]), [s for _, s in rows]
+
+    def _forward_features(
+        self, prompts, candidates, actions, shared, backend=None, with_hidden=None
+    ):
+        """(hidden states [B, H], LM scores) by one pass of ``backend`` (the acting one by
+        default; hidden states ``with_hidden``, by default where there is a head). A head
+        without the LM prior needs no LM scores (zeros stand in): only its hidden states are
+        computed, through no more layers than they need."""
+        backend = backend or self.backend
+        if self.head is not None and not self.head.lm_prior:
+            states = backend.hidden_states(prompts, shared=shared, layers=self.layers)
+            return states, [torch.zeros(len(a), device=states.device) for a in actions]
+        hidden, token_logprobs = backend.score(
+            prompts,
+            candidates,
+            hidden=self.head is not None if with_hidden is None else with_hidden,
+            shared=shared,
+            layers=self.layers,
+        )
+        lm = [self._scores(t, a) for t, a in zip(token_logprobs, actions)]
+        if hidden is None:
+            hidden = torch.zeros((len(prompts), 0), device=self.device)
+        return hidden, lm
+
+    def _candidate_scores(
+        self, hidden: torch.Tensor, lm_scores: list[torch.Tensor], actions: list[list[str]]
+    ) -> list[torch.Tensor]:
+        """LM scores plus the action head's (when there is one and it is enabled); the head's
+        alone when it has no LM prior (``lm_prior=False``)."""
+        if self.head is None:
+            return lm_scores
+        features = self.head.whitener(hidden)
+        out = []
+        for b, acts in enumerate(actions):
+            emb = torch.stack([self._action_embedding(a) for a in acts])[None]
+            head = self.head(features[b : b + 1], emb)[0]
+            out.append(lm_scores[b] + head if self.head.lm_prior else head)
+        return out
+
+    def _action_embedding(self, action: str) -> torch.Tensor:
+        if action not in self._action_embeddings:
+            from llmgym.policy.action_head import action_embedding
+
+            ids = self.encode(action) or [self.tokenizer.pad_token_id]
+            self._action_embeddings[action] = action_embedding(self.model, ids).to(self.device)
+        return self._action_embeddings[action]
+
+    @property
+    def layers(self) -> tuple[int, ...]:
+        """The model's hidden states the state features are made of (the action head's)."""
+        return self.head.layers if self.head is not None else (-1,)
+
+    def features(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The action head's whitened state features (the raw hidden state without a head)."""
+        return self.head.whitener(hidden) if self.head is not None else hidden.float()
+
+    def _evaluate_score(
+        self, samples: Sequence[ActionSample], shared_prefix: bool = False
+    ) -> PolicyOutput:
+        prompts = [s.prompt_ids for s in samples]
+        actions = [s.valid_actions or [""] * len(s.candidate_ids) for s in samples]
+        candidates = [s.candidate_ids for s in samples]
+        if self.memoize:
+            hidden, lm = self._score_features(prompts, candidates, actions, shared=shared_prefix)
+        else:
+            hidden, lm = self._forward_features(
+                prompts, candidates, actions, shared_prefix, self.update_backend, with_hidden=True
+            )
+        scores = self._candidate_scores(hidden, lm, actions)
+        logprob, entropy = [], []
+        for s, score in zip(samples, scores):
+            logpi = torch.log_softmax(score / self.config.temperature, -1)
+            logprob.append(logpi[s.action_index])
+            entropy.append(-(logpi.exp() * logpi).sum())
+        return PolicyOutput(torch.stack(logprob), torch.stack(entropy), hidden)
+
+
+def first_missing(keys: Sequence[Any], memo: dict[Any, Any]) -> list[int]:
+    """Indices of the first occurrence of each key not in ``memo``, in order.
+
+    >>> first_missing(["a", "b", "a", "c"], {"b": 1})
+    [0, 3]
+    """
+    first: dict[Any, int] = {}
+    for i, key in enumerate(keys):
+        if key not in memo:
+            first.setdefault(key, i)
+    return list(first.values())
+
+
+__all__ = ["ScoreMode", "first_missing"]

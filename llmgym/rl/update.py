@@ -1,0 +1,221 @@
+"""What an algorithm's update works with, mixed into ``Trainer``: the trainable weights and
+their optimizer, re-scoring samples (with gradients, or without for the old and the reference
+log-probs), the entropy bonus in force, one optimizer step over micro-batches with its
+non-finite guard, and :meth:`UpdateSteps.run_epochs`, the epoch x minibatch loop every
+algorithm shares.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from llmgym.rl.likelihood import evaluate_cached
+from llmgym.rl.metrics import mean_stats
+from llmgym.rl.optim import make_optimizer
+
+LossFn = Callable[[list[int]], tuple[Any, dict[str, float]]]
+"""``loss_fn(indices)``: the mean loss over a micro-batch of the batch, and scalar stats."""
+
+
+class UpdateSteps:
+    """Mixed into ``Trainer``: the update's tools over the attributes declared here, which the
+    trainer sets."""
+
+    config: Any  # TrainConfig
+    torch: Any
+    model: Any
+    policy: Any  # LLMPolicy
+    weights: Any  # Weights
+    processes: Any  # Processes
+    optimizer: Any
+    extra_modules: dict[str, Any]
+    module_lr: dict[str, float]
+    np_rng: np.random.Generator
+    ent_boost: float
+    skipped_updates: int
+    _warn: Callable[..., None]
+    _spent: Callable[[], int]
+    _budget: Callable[[], int]
+    envs: list[Any]
+
+    def trainable_parameters(self) -> list[Any]:
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        for module in self.extra_modules.values():
+            params += [p for p in module.parameters() if p.requires_grad]
+        return params
+
+    def _make_optimizer(self, lr: float | None = None) -> Any:
+        optim = self.config.optim
+        return make_optimizer(
+            self.model, self.extra_modules, self.module_lr, optim, lr or optim.learning_rate
+        )
+
+    def _module_rates(self) -> dict[str, float]:
+        """``train/lr_<module>``: the current rate of each extra module (action head, critic)."""
+        rates = {}
+        for name, module in self.extra_modules.items():
+            first = next(module.parameters(), None)
+            for group in self.optimizer.param_groups:
+                if any(p is first for p in group["params"]):
+                    rates[f"train/lr_{name}"] = group["lr"]
+        return rates
+
+    def _anneal(self) -> None:
+        """``anneal_lr``: every group's rate at ``(1 - spent / budget)`` of its initial one."""
+        if not self.config.optim.anneal_lr or not self.envs:
+            return
+        frac = max(0.0, 1.0 - self._spent() / max(self._budget(), 1))
+        for group in self.optimizer.param_groups:
+            group["lr"] = group["initial_lr"] * frac
+
+    # ---- the policy as the update sees it --------------------------------------------------
+
+    def evaluate_samples(self, samples: Sequence[Any]) -> Any:
+        """``policy.evaluate`` (differentiable log-probs, entropy, hidden state), through the
+        shared-prefix KV cache when ``prefix_cache_grad`` is on (see :func:`evaluate_cached`)."""
+        if self.config.optim.prefix_cache_grad:
+            return evaluate_cached(self.policy, list(samples))
+        return self.policy.evaluate(list(samples))
+
+    def recompute(self, samples: Sequence[Any]) -> list[Any]:
+        """``evaluate_samples`` without autograd, ``micro_batch_size`` samples at a time: the
+        log-probs and hidden states of rollouts under the current weights, one output per chunk."""
+        outs = []
+        for chunk in chunks(list(samples), self.config.optim.micro_batch_size):
+            with self.torch.no_grad():
+                outs.append(self.evaluate_samples(chunk))
+        return outs
+
+    def old_logprobs(
+        self, samples: Sequence[Any], acted: list[Any] | None = None
+    ) -> tuple[Any, list[Any] | None, list[Any]]:
+        """Under the weights that acted (before any step of this update): each sample's
+        log-prob [N], each completion's token log-probs (generate mode, else None) and the
+        raw outputs (one per chunk, for a critic). ``acted``: those outputs when already
+        computed (acting through vLLM computes them for ``perf/vllm_logprob_gap``)."""
+        outs = acted if acted is not None else self.recompute(samples)
+        logps = self.torch.cat([out.logprob.float() for out in outs])
+        tokens = [t.float() for out in outs for t in getattr(out, "token_logprobs", None) or []]
+        return logps, (tokens or None), outs
+
+    def reference_logprobs(self, samples: Sequence[Any]) -> Any:
+        """log pi_ref(taken | prompt) per sample [N] (see :class:`Weights`)."""
+        values = self.weights.reference_logprobs(self.policy, samples, self.recompute)
+        return values.to(self.device)
+
+    def refresh_reference(self) -> None:
+        """Make the current policy the new reference (merging a LoRA adapter) and restart the
+        optimizer on the fresh adapter."""
+        model = self.weights.refresh(self.model, self.policy)
+        if model is not self.model:
+            self.model = self.policy.model = model
+            self.policy.clear_cache()
+            self.optimizer = self._make_optimizer()
+
+    def sync_acting_weights(self) -> None:
+        """When acting goes through a vLLM server: hot-load the current weights there;
+        otherwise nothing (the policy acts with the model)."""
+        if self.vllm is not None:
+            self.vllm.sync_weights()
+
+    @property
+    def ent_coef(self) -> float:
+        """The entropy bonus in force: the configured one plus the low-entropy boost."""
+        return float(getattr(self.config, "ent_coef", 0.0)) + self.ent_boost
+
+    def adapt_entropy(self, entropy: float | None) -> None:
+        """Double the boost while the policy's entropy is below ``min_entropy`` (starting at
+        0.01, capped at 1); halve it away once the entropy has recovered."""
+        floor = self.config.min_entropy
+        if not floor or entropy is None or not math.isfinite(entropy):
+            return
+        if entropy < floor:
+            self.ent_boost = min(1.0, max(0.01, 2 * self.ent_boost))
+        else:
+            self.ent_boost = self.ent_boost / 2 if self.ent_boost > 1e-3 else 0.0
+
+    # ---- the optimisation step and the epoch loop ------------------------------------------
+
+    def optimize(self, indices: Sequence[int], loss_fn: LossFn) -> dict[str, float] | None:
+        """One optimizer step over ``indices``, accumulated over micro-batches.
+
+        ``loss_fn(micro)`` returns the *mean* loss over the micro-batch and scalar stats. A
+        non-finite loss or gradient skips the step (counted in ``train/skipped_updates``).
+        Returns the averaged stats, or None when the step was skipped.
+        """
+        torch = self.torch
+        self.optimizer.zero_grad(set_to_none=True)
+        n = self.processes.sum([len(indices)])[0]  # the minibatch over all processes
+        totals: dict[str, float] = {}
+        finite = True
+        for micro in chunks(list(indices), self.config.optim.micro_batch_size):
+            loss, stats = loss_fn(micro)
+            finite = bool(torch.isfinite(loss))
+            if not finite:
+                break
+            (loss * (len(micro) / n)).backward()
+            for k, v in stats.items():
+                totals[k] = totals.get(k, 0.0) + float(v) * len(micro) / n
+        if self.processes.sum([not finite])[0]:
+            return self._skip("non-finite loss")
+        if self.processes.num > 1:
+            names = sorted(set().union(*self.processes.gather([sorted(totals)])))
+            totals = dict(zip(names, self.processes.sum([totals.get(k, 0.0) for k in names])))
+        params = self.trainable_parameters()
+        self.processes.sum_gradients(params)
+        norm = torch.nn.utils.clip_grad_norm_(params, self.config.optim.max_grad_norm)
+        if not torch.isfinite(norm):
+            return self._skip("non-finite gradient")
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        totals["losses/grad_norm"] = float(norm)
+        return totals
+
+    def _skip(self, why: str) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        self.skipped_updates += 1
+        self._warn(f"skipped an update: {why}", key="skip")
+        return None
+
+    def run_epochs(
+        self,
+        size: int,
+        loss_fn: LossFn,
+        epochs: int,
+        stop: Callable[[dict[str, float]], bool] | None = None,
+    ) -> dict[str, float]:
+        """``epochs`` passes over a batch of ``size`` samples in shuffled minibatches of
+        ``optim.minibatch_size``, one :meth:`optimize` step each; ``stop(stats)`` ends the
+        loop early (PPO's ``target_kl``). Returns the steps' mean stats plus
+        ``losses/epochs`` and ``losses/early_stop``."""
+        history: list[dict[str, float]] = []
+        epochs_run, stopped = 0, False
+        while epochs_run < epochs and not stopped:
+            epochs_run += 1
+            for mb in self.processes.minibatches(
+                size, self.config.optim.minibatch_size, self.np_rng
+            ):
+                stats = self.optimize(mb, loss_fn)
+                if stats is None:
+                    continue
+                history.append(stats)
+                if stop is not None and stop(stats):
+                    stopped = True
+                    break
+        return mean_stats(history) | {
+            "losses/epochs": float(epochs_run),
+            "losses/early_stop": float(stopped),
+        }
+
+
+def chunks(items: list, size: int) -> Iterator[list]:
+    size = max(1, size)
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+__all__ = ["LossFn", "UpdateSteps", "chunks"]
