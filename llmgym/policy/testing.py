@@ -109,4 +109,57 @@ def randomize_lora(model: Any, scale: float = 0.05, seed: int = 0) -> Any:
     return model
 
 
-__all__ = ["randomize_lora", "text_observations", "tiny_model", "tiny_tokenizer"]
+#: Tiny configs of other architecture families (bring-your-own-model tests): each saves as a
+#: local directory that ``load_model`` takes like any downloaded model.
+FAMILIES = {
+    "llama": dict(intermediate_size=128, num_key_value_heads=2),
+    "qwen2": dict(intermediate_size=128, num_key_value_heads=2),
+    "gpt_neox": dict(intermediate_size=128, rotary_pct=0.5),
+    "phi": dict(intermediate_size=128),
+    "gpt2": dict(n_embd=64, n_layer=4, n_head=4, n_positions=4096),
+}
+
+
+def tiny_model_dir(family: str, path: Any, layers: int = 4, seed: int = 0) -> Any:
+    """Save a random-init tiny model of ``family`` (a key of :data:`FAMILIES`, built with
+    ``AutoConfig.for_model``) with the tiny tokenizer into ``path``; returns ``path``.
+
+    Example:
+        >>> import tempfile
+        >>> from transformers import AutoConfig
+        >>> folder = tiny_model_dir("gpt_neox", tempfile.mkdtemp())
+        >>> AutoConfig.from_pretrained(folder).model_type
+        'gpt_neox'
+    """
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    tokenizer = tiny_tokenizer()
+    sizes = dict(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        max_position_embeddings=4096,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    config = AutoConfig.for_model(family, **(sizes | FAMILIES[family]))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_config(config)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+__all__ = [
+    "FAMILIES",
+    "randomize_lora",
+    "text_observations",
+    "tiny_model",
+    "tiny_model_dir",
+    "tiny_tokenizer",
+]

@@ -64,16 +64,13 @@ def write_adapter(trainer: Any, out: str | Path) -> None:
     from peft import get_peft_model_state_dict
     from safetensors.torch import save_file
 
-    from llmgym.policy.models import get_model_defaults
-
     current = {k: v.detach().cpu() for k, v in get_peft_model_state_dict(trainer.model).items()}
     states = [*trainer.weights.merged_adapters, current]
     lora = copy.deepcopy(trainer.model.peft_config["default"])
     lora.r *= len(states)
     lora.lora_alpha *= len(states)
-    name = trainer.config.policy.model
     out = Path(out)
-    lora.base_model_name_or_path = get_model_defaults(name).hub_id if name != "tiny" else name
+    lora.base_model_name_or_path = base_model_path(trainer.config.policy.model)
     out.mkdir(parents=True, exist_ok=True)
     lora.save_pretrained(str(out))
     weights = {k: v.contiguous() for k, v in fold_adapters(states).items()}
@@ -86,4 +83,23 @@ def write_weights(trainer: Any, out: str | Path) -> None:
     trainer.model.save_pretrained(str(out), safe_serialization=True)
 
 
-__all__ = ["fold_adapters", "write_adapter", "write_weights"]
+def base_model_path(name: str) -> str:
+    """Where an exported adapter's base model loads from without a network: a local
+    directory's absolute path, the embedded model's converted copy in the llmgym cache, else
+    the Hub id (``tiny`` stays ``tiny``: it has no files).
+
+    Example:
+        >>> base_model_path("tiny"), base_model_path("Qwen/Qwen2.5-0.5B-Instruct")
+        ('tiny', 'Qwen/Qwen2.5-0.5B-Instruct')
+    """
+    from llmgym.policy.models import get_model_defaults, model_source
+
+    if name == "tiny":
+        return name
+    if get_model_defaults(name).gguf is not None:
+        return str(Path(model_source(name)[0]).resolve())
+    path = Path(name).expanduser()
+    return str(path.resolve()) if path.is_dir() else get_model_defaults(name).hub_id
+
+
+__all__ = ["base_model_path", "fold_adapters", "write_adapter", "write_weights"]

@@ -306,7 +306,7 @@ class Trainer(UpdateSteps, Checkpointing):
         (``EvalResult.summary``); or the greedy policy's exact expected return
         (``eval_method``)."""
         if self.uses_exact_eval():
-            return self.evaluate_exact().summary()
+            return self.evaluate_exact()
         cfg = self.config
         greedy = cfg.eval.greedy
         act = partial(self.policy.act, greedy=greedy)
@@ -333,8 +333,8 @@ class Trainer(UpdateSteps, Checkpointing):
             )
         return possible
 
-    def evaluate_exact(self) -> EvalResult:
-        """The greedy policy's exact expected return."""
+    def evaluate_exact(self) -> dict[str, Any]:
+        """The greedy policy's exact expected return, in :meth:`evaluate`'s format."""
         from llmgym.evaluation.exact import exact_value
 
         def act(observations: list[str], infos: list[dict[str, Any]]) -> list[str]:
@@ -343,7 +343,8 @@ class Trainer(UpdateSteps, Checkpointing):
         start = time.perf_counter()
         with self.torch.no_grad():
             result = exact_value(self.config.run.env_id, act, self.eval_kwargs)
-        return EvalResult.exact(result.value, result.parse_rate, time.perf_counter() - start)
+        wall = time.perf_counter() - start
+        return EvalResult.exact(result.value, result.parse_rate, wall).summary()
 
     # ---- the loop --------------------------------------------------------------------------
 

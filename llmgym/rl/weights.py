@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from llmgym.errors import ConfigError
+
 
 class Weights:
     """What trains (a LoRA adapter, the whole model, or nothing: a frozen backbone) and the
@@ -34,28 +36,24 @@ class Weights:
         self.cache: dict[tuple, float] = {}
 
     def lora_config(self, model: Any) -> Any:
-        """The peft ``LoraConfig`` of ``config.lora`` for ``model``."""
+        """The peft ``LoraConfig`` of ``config.lora`` for ``model``, its target modules
+        resolved for the model's architecture (:func:`lora_targets`)."""
         from peft import LoraConfig
 
         lora = self.config.lora
         targets = lora.target_modules
         if targets is None:
             targets = default_lora_targets(self.config.policy.model)
-        layers: dict[str, Any] = {}
-        n_layers = getattr(getattr(model, "config", None), "num_hidden_layers", None)
-        if lora.layers and n_layers and lora.layers < n_layers:
-            first = n_layers - lora.layers
-            layers = {
-                "layers_to_transform": list(range(first, n_layers)),
-                "layers_pattern": "layers",
-            }
+        from transformers.pytorch_utils import Conv1D
+
         return LoraConfig(
             r=lora.r,
             lora_alpha=lora.alpha,
             lora_dropout=lora.dropout,
-            target_modules=list(targets) if not isinstance(targets, str) else targets,
+            target_modules=lora_targets(model, targets, lora.layers),
+            # GPT-2's Conv1D stores its weight transposed
+            fan_in_fan_out=any(isinstance(m, Conv1D) for m in model.modules()),
             task_type="CAUSAL_LM",
-            **layers,
         )
 
     def prepare(self, model: Any) -> Any:
@@ -168,4 +166,54 @@ def as_list(x: Any) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
-__all__ = ["Weights", "as_list", "default_lora_targets", "sample_key"]
+def lora_targets(model: Any, targets: Any, layers: int = 0) -> Any:
+    """The modules LoRA adapts in ``model``, for any architecture: ``targets`` (module names
+    such as ``["q_proj", "v_proj"]``, or peft's ``"all-linear"``) as they are when every layer
+    trains (``layers`` 0 or at least the model's depth); else the full names of the matching
+    linear modules inside the last ``layers`` decoder blocks (the ``ModuleList`` as long as
+    the model's ``num_hidden_layers``, wherever the architecture keeps it).
+
+    Example:
+        >>> from llmgym.policy.testing import tiny_model
+        >>> model, _ = tiny_model()
+        >>> lora_targets(model, ["q_proj"], layers=0)
+        ['q_proj']
+        >>> lora_targets(model, ["q_proj", "v_proj"], layers=1)
+        ['model.layers.1.self_attn.q_proj', 'model.layers.1.self_attn.v_proj']
+        >>> len(lora_targets(model, "all-linear", layers=1))
+        7
+    """
+    import torch
+    from transformers.pytorch_utils import Conv1D
+
+    names = [targets] if isinstance(targets, str) else list(targets)
+    depth = getattr(getattr(model, "config", None), "num_hidden_layers", None)
+    if not layers or not depth or layers >= depth:
+        return targets if isinstance(targets, str) else names
+    blocks = [
+        (name, module)
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.ModuleList) and len(module) == depth
+    ]
+    if len(blocks) != 1:
+        raise ConfigError(
+            f"Cannot tell the decoder layers of {type(model).__name__} apart to train LoRA in "
+            f"the last {layers} of them; set lora.layers=0 to adapt every layer."
+        )
+    prefix, stack = blocks[0]
+    found = []
+    for index in range(depth - layers, depth):
+        for name, module in stack[index].named_modules():
+            if not isinstance(module, (torch.nn.Linear, Conv1D)):
+                continue
+            if targets == "all-linear" or name.rsplit(".", 1)[-1] in names:
+                found.append(f"{prefix}.{index}.{name}")
+    if not found:
+        raise ConfigError(
+            f"No module named {', '.join(names)} in the last {layers} layers of "
+            f"{type(model).__name__}; set lora.target_modules to names it has (or all-linear)."
+        )
+    return found
+
+
+__all__ = ["Weights", "as_list", "default_lora_targets", "lora_targets", "sample_key"]
