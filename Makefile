@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --quiet --disable-pip-version-check
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast test-heavy test-fuzz test-vllm test-vllm-inprocess demo lint clean
+.PHONY: install test test-fast test-heavy test-fuzz test-gpu gpu-carry test-vllm test-vllm-inprocess demo lint clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,20 @@ test-vllm-inprocess: $(STAMP) $(VLLM_STAMP)
 	$(PY) benchmarks/vllm_inprocess_parity.py reference $(INPROCESS_DIR)
 	VLLM_CPU_KVCACHE_SPACE=1 PYTHONPATH=$(CURDIR) $(VLLM_VENV)/bin/python \
 	    benchmarks/vllm_inprocess_parity.py check $(INPROCESS_DIR)
+
+# The GPU checks (bf16 training steps, device placement, CUDA against CPU, short trainings,
+# throughput) in one command for a lent GPU machine; without CUDA they skip. That machine has
+# its own Python with PyTorch and no network: `make gpu-carry` (here) packs what it lacks,
+# wheels in .whl/ and the embedded model's config in .gpu/, to carry along.
+test-gpu:
+	PY=$(if $(wildcard $(PY)),$(PY),python3) bash benchmarks/gpu_check.sh
+
+gpu-carry: $(STAMP)
+	rm -rf .whl && mkdir -p .whl .gpu/smollm2-135m
+	$(PIP) download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+	    -d .whl gymnasium==1.4.0 farama-notifications==0.0.6
+	$(PY) -c "from llmgym.policy.models import model_source; print(model_source()[0])" \
+	    | xargs -I{} sh -c 'cp {}/config.json {}/tokenizer.json {}/tokenizer_config.json {}/chat_template.jinja .gpu/smollm2-135m/'
 
 demo: $(STAMP)
 	$(PY) examples/demo_blackjack.py
