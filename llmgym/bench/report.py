@@ -93,6 +93,12 @@ def _normalizer(random: float, best: float) -> Any:
     return lambda value: (value - random) / (best - random)
 
 
+def _ordered(a: float, b: float) -> tuple[float, float]:
+    """``(low, high)``: a normalizer whose best reference lies below random (a sampled
+    random mean above the published best) reverses the interval; keep it ordered."""
+    return (a, b) if a <= b else (b, a)
+
+
 def summarize(
     rows: Sequence[dict[str, Any]],
     env_ids: Sequence[str],
@@ -134,7 +140,7 @@ def summarize(
                     ci_low=low,
                     ci_high=high,
                     normalized=None if scale is None else scale(mean),
-                    normalized_ci=None if scale is None else (scale(low), scale(high)),
+                    normalized_ci=None if scale is None else _ordered(scale(low), scale(high)),
                     parse_rate=parsed / steps,
                     steps_per_s=steps / wall if wall > 0 else float("nan"),
                     exact=(exact or {}).get((env_id, agent)),
@@ -226,6 +232,11 @@ def summary_table(stats: Sequence[CellStats], default_machine: str | None = None
     return "\n".join(lines) + "\n"
 
 
+def _bar(length: float) -> float:
+    """An error bar's length as matplotlib takes it: finite and not negative."""
+    return length if math.isfinite(length) and length > 0 else 0.0
+
+
 def plot(stats: Sequence[CellStats], path: Path) -> None:
     """Grouped bars of normalized score per env and agent, with the normalized 95 % CI."""
     import matplotlib
@@ -246,8 +257,8 @@ def plot(stats: Sequence[CellStats], path: Path) -> None:
             low, high = cell.normalized_ci
             xs.append(i + (k - (len(agents) - 1) / 2) * width)
             ys.append(cell.normalized)
-            errs[0].append(cell.normalized - low)
-            errs[1].append(high - cell.normalized)
+            errs[0].append(_bar(cell.normalized - low))
+            errs[1].append(_bar(high - cell.normalized))
         ax.bar(xs, ys, width, yerr=errs, capsize=2, label=agent)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.axhline(1, color="grey", linewidth=0.8, linestyle="--")
