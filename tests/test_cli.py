@@ -45,3 +45,43 @@ def test_bad_option_exits_nonzero_without_traceback():
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "No such option" in proc.stderr
+
+
+def _help_blocks(text: str) -> dict[str, str]:
+    """Each option of a rich ``--help`` and the text of its rows, joined on one line."""
+    blocks: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        row = line.strip().strip("│").strip()
+        if row.startswith("--"):
+            current = row.split()[0]
+            blocks[current] = []
+        if current is not None and row and not row.startswith("╰"):
+            blocks[current].append(row)
+    return {name: " ".join(" ".join(rows).split()) for name, rows in blocks.items()}
+
+
+def test_train_help_shows_the_config_defaults_and_docs():
+    """Every option that sets a config key takes its default and help from the dataclass, and
+    every algorithm's config has that default (an option left out keeps the algorithm's)."""
+    import re
+
+    import typer
+
+    from llmgym.cli.train import CONFIG_OPTIONS
+    from llmgym.rl import ALGOS, config_class
+    from llmgym.rl.config import default_value, field_doc
+
+    command = typer.main.get_command(app).commands["train"]
+    params = {p.name: p for p in command.params}
+    result = runner.invoke(app, ["train", "--help"], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    blocks = _help_blocks(result.output)
+    for name, key in CONFIG_OPTIONS.items():
+        defaults = {default_value(config_class(algo), key) for algo in ALGOS}
+        assert defaults == {params[name].default}, (name, defaults)
+        block = blocks[params[name].opts[0]]
+        shown = re.findall(r"\[default: (.*?)\]", block)
+        assert shown == ([str(params[name].default)] if params[name].default != "" else []), block
+        doc = field_doc(config_class("ppo"), key).replace("``", "")
+        assert doc and " ".join(doc.split()) in block and f"config key {key}" in block, block

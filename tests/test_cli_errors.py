@@ -122,6 +122,15 @@ ROWS = [
     ("train-env-kwarg", [*TRAIN, "--env-kwarg", "nope=1", "--output", str]),
     ("train-mirror", [*TRAIN, "--set", "mirror=true", "--output", str]),
     ("train-device", [*TRAIN, "--device", "tpu"]),
+    ("train-dtype", [*TRAIN, "--dtype", "int8"]),
+    ("train-backend", [*TRAIN, "--backend", "sglang"]),
+    ("train-lr-nan", [*TRAIN, "--lr", "nan"]),
+    ("train-set-nan", [*TRAIN, "--set", "learning_rate=NaN"]),
+    ("train-set-inf", [*TRAIN, "--set", "temperature=inf"]),
+    ("train-set-huge", [*TRAIN, "--set", "lora_r=1e30"]),
+    ("train-set-range", [*TRAIN, "--set", "gamma=1.5"]),
+    ("train-eval-episodes", [*TRAIN, "--eval-episodes", "0"]),
+    # The rest of the table of bad config values: tests/rl/test_config_cli.py.
     ("train-output-file", [*TRAIN, "--output", _file]),
     ("train-output-under-file", [*TRAIN, "--output", lambda t: _file(t) + "/run"]),
     ("train-output-readonly", [*TRAIN, "--output", _readonly], "not-root"),
@@ -153,13 +162,6 @@ def test_bad_input_is_one_sentence_and_exit_2(row, tmp_path, monkeypatch):
     assert errors, text
     if not any(ch in text for ch in "╭│"):  # our own errors: exactly one line of error
         assert len(errors) == 1 and errors[0].startswith("Error: "), text
-
-
-def test_set_null_is_accepted_where_the_field_may_be_none():
-    from llmgym.cli.checks import check_overrides
-    from llmgym.rl.ppo import PPOConfig
-
-    check_overrides(PPOConfig, {"target_kl": None, "eval.every": 5})
 
 
 def test_a_corrupt_sb3_cache_says_error_once(tmp_path, monkeypatch):

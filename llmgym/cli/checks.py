@@ -21,8 +21,6 @@ from typing import Any
 import typer
 from rich.console import Console
 
-DEVICES = ("auto", "cpu", "cuda", "mps")
-
 
 def fail(message: str, code: int = 2) -> typer.Exit:
     """Print ``Error: <message>`` as one line on stderr and return the Exit to raise."""
@@ -34,8 +32,10 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def check_device(device: str) -> None:
-    """``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``."""
-    if device not in DEVICES and not (device.startswith("cuda:") and device[5:].isdigit()):
+    """``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps`` (as ``run.device`` of the trainers)."""
+    from llmgym.policy.config import DEVICES, is_device
+
+    if not is_device(device):
         raise fail(f"Unknown --device {device!r}; use one of {', '.join(DEVICES)} or cuda:N.")
 
 
@@ -72,32 +72,6 @@ def check_cache() -> None:
         _writable_dir(Path(root), "LLMGYM_CACHE")
 
 
-def check_overrides(cls: type, overrides: dict[str, Any]) -> None:
-    """``--set KEY=VALUE``: known keys (dotted or flat), with values of the default's type."""
-    from llmgym.rl.config import default_value, is_key, is_optional
-
-    unknown = sorted(k for k in overrides if not is_key(cls, k))
-    if unknown:
-        raise fail(
-            f"Unknown config key(s) {', '.join(unknown)}; see {cls.__name__} "
-            "(sections run, policy, lora, optim, sft, eval: --set policy.temperature=0.7)."
-        )
-    for key, value in overrides.items():
-        default = default_value(cls, key)
-        if default is None or (value is None and is_optional(cls, key)):
-            continue
-        if isinstance(default, bool):
-            ok = isinstance(value, bool)
-        elif isinstance(default, (int, float)):
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            ok = ok and (isinstance(default, float) or float(value).is_integer())
-        else:
-            ok = isinstance(value, type(default))
-        if not ok:
-            kind = type(default).__name__
-            raise fail(f"--set {key}={value!r} needs a {kind} value, like {key}={default!r}.")
-
-
 def check_env_kwargs(env_id: str, env_kwargs: dict[str, Any]) -> None:
     """Make the env once with ``env_kwargs`` so a bad keyword fails before any model loads."""
     import gymnasium as gym
@@ -111,11 +85,12 @@ def check_env_kwargs(env_id: str, env_kwargs: dict[str, Any]) -> None:
 
 def key_values(items: list[str] | None, option: str) -> dict[str, Any]:
     """``KEY=VALUE`` options as a dict; values are JSON where they parse (``false``, ``30``,
-    ``["a"]``), else text. Never evaluated.
+    ``["a"]``), else text. Never evaluated. ``nan`` and ``inf`` are the floats, as a float
+    option reads them (so ``--set learning_rate=nan`` and ``--lr nan`` fail alike).
 
     Example:
-        >>> key_values(["is_slippery=false", "map-name=8x8"], "--env-kwarg")
-        {'is_slippery': False, 'map_name': '8x8'}
+        >>> key_values(["is_slippery=false", "map-name=8x8", "lr=-inf"], "--env-kwarg")
+        {'is_slippery': False, 'map_name': '8x8', 'lr': -inf}
     """
     import json
 
@@ -125,6 +100,9 @@ def key_values(items: list[str] | None, option: str) -> dict[str, Any]:
         if not sep or not key.strip():
             raise fail(f"{option} {item!r} is not KEY=VALUE, as in {option} is_slippery=false.")
         literal = {"True": "true", "False": "false", "None": "null"}.get(value.strip(), value)
+        if value.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
+            out[key.strip().replace("-", "_")] = float(value)
+            continue
         try:
             out[key.strip().replace("-", "_")] = json.loads(literal)
         except ValueError:

@@ -21,6 +21,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from llmgym.cli.checks import (
     check_env_kwargs,
@@ -60,8 +61,6 @@ CONFIG_OPTIONS = {
 
 def option_help(key: str) -> str:
     """The help of the option that sets config ``key``: the field's docstring and the key."""
-    from rich.markup import escape
-
     return escape(f"{field_doc(TrainConfig, key).replace('``', '')} (config key {key})")
 
 

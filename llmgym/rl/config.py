@@ -1,12 +1,16 @@
 """The trainers' composed config: six sections and the algorithm's own fields.
 
 ``TrainConfig`` holds a ``run`` section (env, budget, seeds, where it goes), ``policy`` (the
-model and how it acts: an :class:`~llmgym.policy.policy.PolicyConfig` plus the action head),
-``lora``, ``optim``, ``sft`` and ``eval``; each algorithm's config (``PPOConfig``, ...) adds its
-own fields at the top. Every field is defined once. Keys are written with dots
+model and how it acts: ``llmgym.policy.config.PolicySection``, a ``PolicyConfig`` plus the
+action head), ``lora``, ``optim``, ``sft`` and ``eval``; each algorithm's config (``PPOConfig``,
+...) adds its own fields at the top. Every field is defined once. Keys are written with dots
 (``policy.temperature``, as ``llmgym train --set policy.temperature=0.7``); the flat names of
 before the sections (``temperature``, ``lora_r``, ``sft_epochs``) stay accepted as aliases, so
 every saved config and committed command still works.
+
+Defaults and checks live here only (``llmgym train`` takes its options' defaults and help from
+the fields): each field declares the values it takes (``metadata=rule(min=1)``; the algorithms'
+fields by name in ``ALGORITHM_RULES``), checked when a section is built and by ``validate()``.
 
 Example:
     >>> from llmgym.rl.ppo import PPOConfig
@@ -19,62 +23,33 @@ Example:
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import functools
-import inspect
-import textwrap
 import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from llmgym.errors import ConfigError, TrainingError
-from llmgym.policy.config import PolicyConfig, Rule, check_fields, rule
+from llmgym.policy.config import (
+    Checked,
+    PolicySection,
+    Rule,
+    check_fields,
+    field_docs,
+    is_device,
+    rule,
+)
 
-DEVICES = ("auto", "cpu", "cuda", "mps")
-"""``run.device`` choices, besides ``cuda:N``."""
-DTYPES = ("auto", "float32", "bfloat16", "float16")
-"""``policy.dtype`` choices."""
-MAX_LEARNING_RATE = 10.0
-"""Learning rates above this are refused (AdamW moves each weight by about the rate a step; the
-head's SGD steps follow the gradient, and runs use at most 1)."""
-MAX_SEED = 2**32 - 1
-"""numpy's global seed is below 2**32."""
-
-
-def is_device(name: Any) -> bool:
-    """``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
-
-    Example:
-        >>> is_device("cuda:1"), is_device("tpu")
-        (True, False)
-    """
-    if not isinstance(name, str):
-        return False
-    return name in DEVICES or (name.startswith("cuda:") and name[5:].isdigit())
-
-
-def _learning_rate(**kwargs: Any) -> dict[str, Rule]:
-    return rule(above=0, max=MAX_LEARNING_RATE, **kwargs)
-
-
-class Section:
-    """Base of the config sections: every field is checked against its type and its rule (the
-    ``rule(...)`` in its metadata) when the section is built, and again by :meth:`validate`;
-    a refused value is one sentence naming its dotted key (``run.num_envs must be ...``)."""
-
-    prefix: ClassVar[str] = ""
-
-    def __post_init__(self) -> None:
-        self.validate()
-
-    def validate(self) -> None:
-        """Refuse a value of the wrong type or out of range, in one sentence."""
-        check_fields(self, self.prefix)
+#: Learning rates above this are refused (AdamW moves each weight by about the rate a step; the
+#: head's SGD steps follow the gradient; runs use at most 1). numpy's global seed is < 2**32.
+MAX_LEARNING_RATE, MAX_SEED = 10.0, 2**32 - 1
+#: A learning rate: above 0 and at most ``MAX_LEARNING_RATE`` (one sentence for each side).
+LEARNING_RATE = Rule(
+    above=0, test=lambda rate: rate <= MAX_LEARNING_RATE, expect=f"at most {MAX_LEARNING_RATE:g}"
+)
 
 
 @dataclass
-class RunSection(Section):
+class RunSection(Checked):
     """What to train on, for how long, with which seeds, and where the run goes."""
 
     prefix: ClassVar[str] = "run."
@@ -114,49 +89,7 @@ class RunSection(Section):
 
 
 @dataclass
-class PolicySection(PolicyConfig):
-    """The model and how it acts while training: every ``PolicyConfig`` field (``mode``,
-    ``temperature`` for the training rollouts, ``history``, ``normalization``, ...) plus these.
-    The trainer decides ``greedy`` and ``seed`` itself (sampled rollouts, greedy evaluation)."""
-
-    model: str = field(default="smollm2-135m", metadata=rule(test=bool, expect="a model name"))
-    """Model short name, Hub id or local directory (``tiny`` = random tiny Llama for tests)."""
-    dtype: str = field(default="auto", metadata=rule(choices=DTYPES))
-    """The model's weights while training and acting: ``auto`` (float32 on CPU and MPS,
-    bfloat16 on GPUs that support it, else float16), ``float32``, ``bfloat16`` or ``float16``.
-    LoRA weights and the heads stay float32."""
-    action_head: bool = True
-    """Score mode: add a zero-initialised action head on the hidden state at the answer
-    position to the candidates' LM scores (``llmgym.policy.action_head``): updates that
-    differ by state. The policy at initialisation is the language model's."""
-    head_whiten_eps: float = field(default=0.3, metadata=rule(min=0))
-    """Ridge of the head's feature whitening, relative to the mean feature variance."""
-    lm_prior: bool = True
-    """Score mode with the action head: the candidates' LM scores are part of the policy (it
-    starts as the language model's). False: the head alone scores them and the language model
-    only supplies the hidden state, as LLaRP's learned output layer; the policy starts uniform,
-    free of a prior that ignores the state (CartPole: SmolLM2-135M prefers LEFT everywhere)."""
-    head_layers: list[int] | None = field(
-        default=None, metadata=rule(test=bool, expect="a non-empty list of hidden-state indices")
-    )
-    """Score mode with the action head: the model's hidden states it reads at the answer
-    position, concatenated; indices into transformers' ``hidden_states`` (0 the embeddings, i
-    after decoder layer i, -1 the last). None: the last. PPO's value head reads the same
-    features. (SmolLM2-135M on CartPole: the size of theta_dot is read best after layers
-    2-8, theta's after 24-27; ``benchmarks/cartpole_readable.py --layers``.)"""
-
-    def validate(self) -> None:
-        """Refuse a value of the wrong type or out of range, in one sentence."""
-        check_fields(self, "policy.")
-
-    def acting(self) -> PolicyConfig:
-        """The ``PolicyConfig`` the trainer's ``LLMPolicy`` acts with."""
-        names = [f.name for f in dataclasses.fields(PolicyConfig)]
-        return PolicyConfig(**{n: getattr(self, n) for n in names})
-
-
-@dataclass
-class LoraSection(Section):
+class LoraSection(Checked):
     """Which weights train: a LoRA adapter (peft) or the whole model."""
 
     prefix: ClassVar[str] = "lora."
@@ -182,12 +115,12 @@ HEAD_OPTIMIZERS = {"sgd": 0.3, "adamw": 3e-3}
 
 
 @dataclass
-class OptimSection(Section):
+class OptimSection(Checked):
     """How the weights move: rates, batch sizes, clipping, what is frozen."""
 
     prefix: ClassVar[str] = "optim."
 
-    learning_rate: float = field(default=5e-4, metadata=_learning_rate())
+    learning_rate: float = field(default=5e-4, metadata={"rule": LEARNING_RATE})
     """AdamW learning rate (LoRA weights tolerate large rates; use ~1e-5 for full fine-tune)."""
     weight_decay: float = field(default=0.0, metadata=rule(min=0))
     """AdamW weight decay."""
@@ -204,7 +137,7 @@ class OptimSection(Section):
     head_optimizer: str = field(default="sgd", metadata=rule(choices=tuple(HEAD_OPTIMIZERS)))
     """Optimizer of the action head: ``sgd`` (a step that follows the gradient's size;
     ``llmgym.rl.optim``) or ``adamw`` (as the other weights)."""
-    head_lr: float | None = field(default=None, metadata=_learning_rate())
+    head_lr: float | None = field(default=None, metadata={"rule": LEARNING_RATE})
     """Learning rate of the action head (default: 0.3 with SGD, 3e-3 with AdamW)."""
     anneal_lr: bool = False
     """Decay every learning rate linearly to 0 over the budget (as CleanRL's PPO): the last
@@ -227,7 +160,7 @@ class OptimSection(Section):
 
 
 @dataclass
-class SFTSection(Section):
+class SFTSection(Checked):
     """The supervised warm start before RL (``llmgym.rl.sft``)."""
 
     prefix: ClassVar[str] = "sft."
@@ -240,7 +173,7 @@ class SFTSection(Section):
     """Passes over the SFT demos."""
     batch_size: int = field(default=8, metadata=rule(min=1))
     """Demos per SFT optimizer step (small batches, many steps: the demo set is small)."""
-    learning_rate: float = field(default=3e-3, metadata=_learning_rate())
+    learning_rate: float = field(default=3e-3, metadata={"rule": LEARNING_RATE})
     """Learning rate for the SFT warm start (a fresh optimizer; RL gets its own)."""
     as_reference: bool = field(default=True, metadata={"flat": "reference_after_sft"})
     """After the SFT warm start, the warm-started policy becomes the KL reference (LoRA: the
@@ -253,7 +186,7 @@ EVAL_METHODS = ("auto", "exact", "sampled")
 
 
 @dataclass
-class EvalSection(Section):
+class EvalSection(Checked):
     """The periodic and final evaluations on fixed seeds (``1_000_000 + i``)."""
 
     prefix: ClassVar[str] = "eval."
@@ -322,7 +255,7 @@ ALGORITHM_RULES: dict[str, Rule] = {
     "beta": Rule(min=0),
     "target_kl": Rule(above=0, hint="null never stops the epochs early"),
     "value_hidden": Rule(min=1),
-    "value_lr": Rule(above=0, max=MAX_LEARNING_RATE),
+    "value_lr": LEARNING_RATE,
     "value_norm_decay": Rule(min=0, below=1),
     "group_size": Rule(min=2, hint="GRPO's advantages are relative to a group"),
     "group_level": Rule(choices=("episode", "step")),
@@ -406,7 +339,7 @@ class TrainConfig:
     def validate(self) -> None:
         """Refuse, in one sentence, a value or a combination of values that cannot train; the
         trainer (and ``llmgym train``) calls it before the model loads. Each section checks its
-        own fields (:meth:`Section.validate`), the algorithm's fields are checked against their
+        own fields (:meth:`Checked.validate`), the algorithm's fields are checked against their
         types and ``ALGORITHM_RULES``; algorithms extend it with checks that need several fields.
 
         Example:
@@ -420,7 +353,6 @@ class TrainConfig:
             getattr(self, name).validate()
         self._check_own_fields()
         _check_vllm_training(self)
-        _check_head_options(self)
 
     def _check_own_fields(self) -> None:
         """The fields outside the sections (``min_entropy`` and the algorithm's) against their
@@ -448,23 +380,6 @@ def _check_vllm_training(config: TrainConfig) -> None:
         )
 
 
-def _check_head_options(config: TrainConfig) -> None:
-    """The action head's options (``lm_prior=false``, ``head_layers``) need the head."""
-    policy = config.policy
-    if policy.action_head and policy.mode == "score":
-        return
-    if not policy.lm_prior:
-        raise ConfigError(
-            "lm_prior=false leaves the action head alone to score the actions, so it needs "
-            "score mode with the head on (`--mode score --set action_head=true`)."
-        )
-    if policy.head_layers is not None:
-        raise ConfigError(
-            "head_layers chooses what the action head reads, so it needs score mode with the "
-            "head on (`--mode score --set action_head=true`)."
-        )
-
-
 def default_value(cls: type, key: str) -> Any:
     """The default of a dotted or flat key in config class ``cls`` (a TrainingError if unknown).
 
@@ -472,9 +387,7 @@ def default_value(cls: type, key: str) -> Any:
         >>> default_value(TrainConfig, "max_new_tokens"), default_value(TrainConfig, "lora.r")
         (24, 16)
     """
-    name, _, sub = canonical_key(key).partition(".")
-    if not is_key(cls, key):
-        raise TrainingError(f"Unknown config key {key!r}; see {cls.__name__} and its sections.")
+    name, _, sub = _owner(cls, key)[2].partition(".")
     default = getattr(cls(), name)
     return getattr(default, sub) if sub else default
 
@@ -487,32 +400,8 @@ def field_doc(cls: type, key: str) -> str:
         >>> field_doc(TrainConfig, "eval_episodes")
         'Episodes per periodic evaluation (the final report uses more).'
     """
-    name, _, sub = canonical_key(key).partition(".")
-    if not is_key(cls, key):
-        raise TrainingError(f"Unknown config key {key!r}; see {cls.__name__} and its sections.")
-    owner, field_name = (SECTIONS[name], sub) if sub else (cls, name)
-    return _field_docs(owner).get(field_name, "")
-
-
-@functools.cache
-def _field_docs(cls: type) -> dict[str, str]:
-    """Field name -> its docstring (the string right under it) in ``cls`` and its bases."""
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        if not dataclasses.is_dataclass(klass):
-            continue
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-        except (OSError, TypeError, SyntaxError):  # no source (frozen or generated class)
-            continue
-        body = tree.body[0].body if tree.body and hasattr(tree.body[0], "body") else []
-        for node, after in zip(body, body[1:]):
-            if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
-                continue
-            if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
-                if isinstance(after.value.value, str):
-                    docs[node.target.id] = " ".join(after.value.value.split())
-    return docs
+    owner, field_name, _ = _owner(cls, key)
+    return field_docs(owner).get(field_name, "")
 
 
 def is_key(cls: type, key: str) -> bool:
@@ -529,10 +418,8 @@ def is_optional(cls: type, key: str) -> bool:
         >>> is_optional(PPOConfig, "target_kl"), is_optional(PPOConfig, "gamma")
         (True, False)
     """
-    name, _, sub = canonical_key(key).partition(".")
-    owner, field_name = (SECTIONS[name], sub) if sub else (cls, name)
-    hints = typing.get_type_hints(owner)
-    return type(None) in typing.get_args(hints[field_name])
+    owner, field_name, _ = _owner(cls, key)
+    return type(None) in typing.get_args(typing.get_type_hints(owner)[field_name])
 
 
 def flat_view(values: dict[str, Any]) -> dict[str, Any]:
@@ -544,6 +431,15 @@ def flat_view(values: dict[str, Any]) -> dict[str, Any]:
     """
     flat_of = {dotted: flat for flat, dotted in FLAT_ALIASES.items() if flat != "policy_kwargs"}
     return {flat_of.get(d, d): v for key, value in values.items() for d, v in _expand(key, value)}
+
+
+def _owner(cls: type, key: str) -> tuple[type, str, str]:
+    """(the dataclass that holds a dotted or flat key of ``cls``, its field, the dotted key)."""
+    if not is_key(cls, key):
+        raise TrainingError(f"Unknown config key {key!r}; see {cls.__name__} and its sections.")
+    dotted = canonical_key(key)
+    name, _, sub = dotted.partition(".")
+    return (SECTIONS[name], sub, dotted) if sub else (cls, name, dotted)
 
 
 def _expand(key: str, value: Any) -> list[tuple[str, Any]]:
