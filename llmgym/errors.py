@@ -40,6 +40,12 @@ class ConfigError(LLMGymError, ValueError):
     """A bad setting: a policy, trainer or wrapper option with a value it cannot take."""
 
 
+class ConfigValueError(ConfigError, TrainingError):
+    """A config value of the wrong type or out of its range, in one sentence that names the key.
+    Both a ``ConfigError`` (a ``ValueError``) and a ``TrainingError``: callers that caught either
+    for a bad value before keep catching it."""
+
+
 class ExportError(LLMGymError, ValueError):
     """A run that cannot be exported as asked (one sentence saying what to do)."""
 
@@ -55,6 +61,7 @@ class RayBenchError(LLMGymError, RuntimeError):
 __all__ = [
     "AgentError",
     "ConfigError",
+    "ConfigValueError",
     "ExportError",
     "InvalidActionError",
     "LLMGymError",

@@ -13,11 +13,11 @@ Example:
     >>> PolicyConfig(mode="chat")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    llmgym.policy.config.ConfigValueError: mode must be one of score, generate, not 'chat'.
+    llmgym.errors.ConfigValueError: mode must be one of score, generate, not 'chat'.
     >>> PolicyConfig(top_p=float("nan"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    llmgym.policy.config.ConfigValueError: top_p must be a finite number, not nan.
+    llmgym.errors.ConfigValueError: top_p must be a finite number, not nan.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from llmgym.errors import ConfigError, TrainingError
+from llmgym.errors import ConfigError, ConfigValueError
 
 MODES = ("score", "generate")
 BACKENDS = ("hf", "vllm")
@@ -56,12 +56,6 @@ def is_device(name: Any) -> bool:
     if not isinstance(name, str):
         return False
     return name in DEVICES or (name.startswith("cuda:") and name[5:].isdigit())
-
-
-class ConfigValueError(ConfigError, TrainingError):
-    """A config value of the wrong type or out of its range, in one sentence that names the key.
-    Both a ``ConfigError`` (a ``ValueError``) and a ``TrainingError``: callers that caught either
-    for a bad value before keep catching it."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +80,7 @@ class Rule:
             >>> Rule(min=0.0, below=1.0).check("decay", 1.0)
             Traceback (most recent call last):
             ...
-            llmgym.policy.config.ConfigValueError: decay must be in [0, 1), not 1.0.
+            llmgym.errors.ConfigValueError: decay must be in [0, 1), not 1.0.
         """
         if self.choices and value not in self.choices:
             self._refuse(key, f"one of {', '.join(self.choices)}", value)
@@ -150,7 +144,7 @@ def check_fields(
         >>> check_fields(config, "policy.")
         Traceback (most recent call last):
         ...
-        llmgym.policy.config.ConfigValueError: policy.history must be a whole number, not 'two'.
+        llmgym.errors.ConfigValueError: policy.history must be a whole number, not 'two'.
     """
     hints = _type_hints(type(config))
     for f in dataclasses.fields(config):

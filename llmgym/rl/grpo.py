@@ -69,13 +69,6 @@ class GRPOConfig(TrainConfig):
     """Discount of the returns compared within a group (< 1 favours shorter episodes, e.g.
     0.95 on FrozenLake, where bumping into walls costs nothing otherwise)."""
 
-    def validate(self) -> None:
-        super().validate()
-        if self.group_level not in ("episode", "step"):
-            raise ConfigError(f"group_level must be 'episode' or 'step', not {self.group_level!r}.")
-        if self.group_size < 2:
-            raise ConfigError("GRPO needs group_size >= 2 (advantages are relative to a group).")
-
 
 class GRPOTrainer(Trainer):
     """GRPO with episode- or step-level groups; see the module docstring."""

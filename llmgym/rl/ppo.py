@@ -33,7 +33,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmgym.errors import ConfigError
 from llmgym.rl.advantages import gae
 from llmgym.rl.batch import RolloutBatch
 from llmgym.rl.config import TrainConfig
@@ -82,11 +81,6 @@ class PPOConfig(TrainConfig):
     mirror: bool = False
     """Also train on each state's mirror image with the mirrored action and the same advantage
     (envs whose catalog entry declares a mirror symmetry: CartPole; see ``mirror.py``)."""
-
-    def validate(self) -> None:
-        super().validate()
-        if not 0.0 <= self.value_norm_decay < 1.0:
-            raise ConfigError(f"value_norm_decay must be in [0, 1), not {self.value_norm_decay}.")
 
 
 class PPOTrainer(Trainer):

@@ -163,7 +163,7 @@ class Trainer(UpdateSteps, Checkpointing):
         iteration and the rank); one process keeps the stream its seed started."""
         if self.processes.num > 1:
             rank, iteration = self.processes.rank, self.iteration
-            seed = self.config.run.seed * 1_000_003 + iteration * 1009 + rank + 1
+            seed = (self.config.run.seed * 1_000_003 + iteration * 1009 + rank + 1) % 2**32
             self._seed_everything(seed)
             generator = getattr(self.policy, "generator", None)
             if generator is not None:
