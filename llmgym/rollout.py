@@ -24,12 +24,19 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from llmgym.errors import ConfigError
+
+#: The most episodes one command may ask for, and the most env steps (timesteps) one training
+#: may: larger counts are refused with one sentence (``check_count``), not queued.
+MAX_EPISODES = 10**9
+MAX_TIMESTEPS = 10**12
 
 #: ``act(observations, infos)`` -> one answer (text, or an object with ``.text``) per live env.
 Actor = Callable[[list[str], list[dict[str, Any]]], Sequence[Any]]
@@ -94,6 +101,23 @@ class Episode:
         return float(np.mean([s.parse_ok for s in self.steps])) if self.steps else float("nan")
 
 
+def check_count(value: int, what: str = "episodes", limit: int = MAX_EPISODES) -> None:
+    """Raise ``ConfigError`` unless ``1 <= value <= limit``: a count a user typed.
+
+    Example:
+        >>> check_count(20)
+        >>> try:
+        ...     check_count(10**20, "--episodes")
+        ... except ConfigError as error:
+        ...     print(error)
+        --episodes 100000000000000000000 is above the limit of 1,000,000,000; ask for fewer.
+    """
+    if value < 1:
+        raise ConfigError(f"{what} must be at least 1, not {value}.")
+    if value > limit:
+        raise ConfigError(f"{what} {value} is above the limit of {limit:,}; ask for fewer.")
+
+
 def answer_text(answer: Any) -> str:
     """The text of an actor's answer (a string, or an object with ``text``).
 
@@ -107,7 +131,7 @@ def answer_text(answer: Any) -> str:
 def play(
     act: Actor,
     envs: Sequence[gym.Env],
-    seeds: Sequence[int],
+    seeds: Iterable[int],
     *,
     first_index: int = 0,
     groups: Sequence[int] | None = None,
@@ -116,6 +140,7 @@ def play(
     starts: Sequence[tuple[str, dict[str, Any]]] | None = None,
     before_act: Callable[[list[Episode]], None] | None = None,
     on_end: Callable[[int, Episode], None] | None = None,
+    keep: bool = True,
 ) -> list[Episode]:
     """Play one episode per seed with up to ``len(envs)`` episodes in flight, one ``act`` call
     per lockstep turn over the live episodes (in env order). Returns the episodes in seed order.
@@ -128,28 +153,32 @@ def play(
     left out of the result (an env-step budget that is never exceeded). ``before_act(live)`` is
     called with the live episodes before each turn, ``on_end(env_index, episode)`` when an
     episode ends (before its env starts the next one).
+
+    ``seeds`` is read lazily, one seed as an env frees up (a ``range`` or a generator of any
+    length is fine), and ``keep=False`` returns nothing and drops each episode after its
+    ``on_end``: memory then follows the ``len(envs)`` live episodes, not the seeds.
     """
-    if starts is not None and not (len(starts) == len(seeds) == len(envs)):
+    if starts is not None and not (len(starts) == len(seeds) == len(envs)):  # type: ignore[arg-type]
         raise ValueError("starts needs one (observation, info) per env and one seed per env.")
-    episodes = [
-        Episode(first_index + i, int(s), group=(groups[i] if groups is not None else -1))
-        for i, s in enumerate(seeds)
-    ]
-    pending = list(range(len(seeds)))[::-1]
-    live: dict[int, tuple[int, str, dict[str, Any]]] = {}  # env -> (episode, obs, info)
+    upcoming: Iterator[tuple[int, int]] = enumerate(seeds)
+    kept: list[Episode] = []
+    live: dict[int, tuple[Episode, str, dict[str, Any]]] = {}  # env -> (episode, obs, info)
 
     def start(slot: int) -> None:
-        if pending:
-            e = pending.pop()
-            if starts is not None:
-                live[slot] = (e, *starts[slot])
-            else:
-                live[slot] = (e, *envs[slot].reset(seed=episodes[e].seed))
+        i, seed = next(upcoming, (-1, 0))
+        if i < 0:
+            return
+        episode = Episode(first_index + i, int(seed), group=groups[i] if groups is not None else -1)
+        if keep:
+            kept.append(episode)
+        if starts is not None:
+            live[slot] = (episode, *starts[slot])
+        else:
+            live[slot] = (episode, *envs[slot].reset(seed=episode.seed))
 
     def cut(slot: int) -> None:
         """End a live episode where it stands (the step budget is spent)."""
-        e, observation, info = live.pop(slot)
-        episode = episodes[e]
+        episode, observation, info = live.pop(slot)
         if episode.steps:
             episode.steps[-1].truncated = episode.capped = True
             episode.final_observation, episode.final_info = observation, info
@@ -162,7 +191,7 @@ def play(
     while live:
         tick = time.perf_counter()
         if max_total_steps is not None and total + len(live) > max_total_steps:
-            pending.clear()
+            upcoming = iter(())
             for slot in sorted(live)[max(max_total_steps - total, 0) :]:
                 cut(slot)
             if not live:
@@ -170,13 +199,12 @@ def play(
         slots = sorted(live)
         total += len(slots)
         if before_act is not None:
-            before_act([episodes[live[s][0]] for s in slots])
+            before_act([live[s][0] for s in slots])
         answers = act([live[s][1] for s in slots], [live[s][2] for s in slots])
         ended = []
         for slot, answer in zip(slots, answers, strict=True):
-            e, observation, info = live[slot]
+            episode, observation, info = live[slot]
             obs, reward, terminated, truncated, next_info = envs[slot].step(answer_text(answer))
-            episode = episodes[e]
             capped = max_steps is not None and episode.length + 1 >= max_steps
             episode.capped = capped and not (terminated or truncated)
             episode.steps.append(
@@ -186,16 +214,16 @@ def play(
                 episode.final_observation, episode.final_info = obs, next_info
                 ended.append(slot)
             else:
-                live[slot] = (e, obs, next_info)
+                live[slot] = (episode, obs, next_info)
         share = (time.perf_counter() - tick) / len(slots)
         for slot in slots:
-            episodes[live[slot][0]].wall_s += share
+            live[slot][0].wall_s += share
         for slot in ended:
-            e = live.pop(slot)[0]
+            episode = live.pop(slot)[0]
             if on_end is not None:
-                on_end(slot, episodes[e])
+                on_end(slot, episode)
             start(slot)
-    return [e for e in episodes if e.steps]
+    return [e for e in kept if e.steps]
 
 
 def cached(act: Actor, cache: dict[tuple[str, str], Any]) -> Actor:
@@ -255,4 +283,14 @@ def _step(
     )
 
 
-__all__ = ["Actor", "Episode", "Step", "answer_text", "cached", "play"]
+__all__ = [
+    "MAX_EPISODES",
+    "MAX_TIMESTEPS",
+    "Actor",
+    "Episode",
+    "Step",
+    "answer_text",
+    "cached",
+    "check_count",
+    "play",
+]

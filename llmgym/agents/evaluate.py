@@ -29,7 +29,7 @@ from llmgym.baselines.base import TextAgent
 from llmgym.envs.registration import make_eval_env
 from llmgym.errors import ConfigError
 from llmgym.evaluation.evaluator import evaluate as evaluate_episodes
-from llmgym.rollout import Episode
+from llmgym.rollout import Episode, check_count
 
 MODES = ("score", "generate")
 
@@ -63,6 +63,7 @@ def evaluate(
         raise ConfigError(f"Unknown mode {mode!r}; use score or generate.")
     if episodes < 1 or num_envs < 1:
         raise ConfigError("episodes and num_envs must be at least 1.")
+    check_count(episodes, "--episodes")
     # Chat history comes from the env (info["messages"]), so it follows each env's episodes.
     history = int(agent_options.pop("history", None) or 0)
     name = agent if isinstance(agent, str) else type(agent).__name__
@@ -84,7 +85,7 @@ def evaluate(
         played = evaluate_episodes(
             agent.act_batch, envs, range(seed, seed + episodes), on_end=episode_ended
         )
-    if not played.finite:
+    if not played.finite_episodes:
         raise ValueError(
             f"Every episode of {name} on {env_id} had a non-finite return; no mean to report."
         )

@@ -38,6 +38,7 @@ from llmgym.baselines.base import BaselineAgent
 from llmgym.baselines.sb3_recipes import RECIPES, SB3Config
 from llmgym.envs.registration import base_env_id, make_eval_env
 from llmgym.errors import AgentError
+from llmgym.rollout import MAX_TIMESTEPS
 
 ALGOS = ("ppo", "dqn", "a2c")
 #: Written into every cached recipe and weights file; anything else is refused.
@@ -130,6 +131,8 @@ def train(
     _check(base_id, algo)
     if timesteps is not None and timesteps < 1:
         raise AgentError(f"timesteps must be at least 1, not {timesteps}.")
+    if timesteps is not None and timesteps > MAX_TIMESTEPS:
+        raise AgentError(f"timesteps {timesteps} is above the limit of {MAX_TIMESTEPS:,}.")
     if seed < 0:
         raise AgentError(f"seed must be 0 or more, not {seed}.")
     path = model_path(base_id, algo, seed, timesteps, **env_kwargs)

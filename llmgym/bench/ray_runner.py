@@ -18,13 +18,14 @@ Ray is optional (``pip install "llmgym[ray]"``); this module imports it only whe
 a cluster, every node needs llmgym (and the agents' models) installed.
 
 Example:
-    >>> chunks(range(5), 2)
+    >>> list(chunks(range(5), 2))
     [[0, 1], [2, 3], [4]]
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,16 +41,20 @@ from llmgym.bench.runner import (
 )
 from llmgym.errors import RayBenchError
 
+#: Tasks submitted and not yet collected, at most: the rest are submitted as these finish, so
+#: the driver's memory does not grow with the episode count asked for.
+MAX_IN_FLIGHT = 256
 #: How often Ray reruns a task whose worker process died (killed, out of memory, node lost).
 MAX_RETRIES = 3
 #: A worker's agents, by (name, env or None for LLM agents, seed); see ``cached_agent``.
 _AGENTS: dict[tuple[str, str | None, int], TextAgent] = {}
 
 
-def chunks(seeds: Sequence[int], size: int) -> list[list[int]]:
-    """``seeds`` in consecutive pieces of ``size``."""
-    seeds = list(seeds)
-    return [seeds[i : i + size] for i in range(0, len(seeds), size)]
+def chunks(seeds: Iterable[int], size: int) -> Iterator[list[int]]:
+    """``seeds`` in consecutive pieces of ``size``, read lazily."""
+    upcoming = iter(seeds)
+    while piece := list(itertools.islice(upcoming, size)):
+        yield piece
 
 
 def cached_agent(name: str, env_id: str, seed: int) -> TextAgent:
@@ -120,6 +125,7 @@ def run_bench_ray(
     address: str | None = None,
     on_episode: Callback | None = None,
     on_skip: Callable[[str, str, str], None] | None = None,
+    keep_rows: bool = True,
 ) -> list[dict[str, Any]]:
     """``llmgym.bench.runner.run_bench`` with the cells' chunks as Ray tasks; the new rows.
 
@@ -129,7 +135,9 @@ def run_bench_ray(
     joined; ``"HOST:6379"``: a cluster's head), shut down again at the end. The CLI's
     bare ``--ray`` (or ``--ray local``) passes ``None``, so it joins a running cluster when
     there is one.
-    ``on_skip(env, agent, reason)`` is called once per cell an agent cannot play.
+    ``on_skip(env, agent, reason)`` is called once per cell an agent cannot play. At most
+    ``MAX_IN_FLIGHT`` tasks are submitted at a time; ``keep_rows=False`` returns no rows
+    (memory then does not grow with the episodes played, beyond their keys).
 
     SB3 agents whose model is not cached yet are trained once here, on the driver, before any
     task starts: the workers then only load the cached file (instead of every chunk of a
@@ -147,22 +155,28 @@ def run_bench_ray(
     exact = ray.remote(**options)(exact_chunk)
     pending: dict[Any, tuple[str, str]] = {}
     try:
-        with EpisodeLog(output, on_episode) as log:
+        with EpisodeLog(output, on_episode, keep_rows=keep_rows) as log:
             todo = pending_seeds(env_ids, agents, episodes, seed, log.done)
             for env_id, agent_name in todo:
                 if agent_name.startswith("sb3"):
                     _cache_sb3(agent_name, env_id, seed)
-            for (env_id, agent_name), seeds in todo.items():
-                for part in chunks(seeds, chunk_size or batch_size):
-                    ref = play.remote(env_id, agent_name, part, seed, batch_size)
-                    pending[ref] = (env_id, agent_name)
-                if wants_exact(env_id, agent_name, log.exact_done):
-                    pending[exact.remote(env_id, agent_name, seed)] = (env_id, agent_name)
+
+            def tasks() -> Iterator[tuple[Any, tuple[str, str]]]:
+                for (env_id, agent_name), seeds in todo.items():
+                    cell = (env_id, agent_name)
+                    for part in chunks(seeds, chunk_size or batch_size):
+                        yield play.remote(env_id, agent_name, part, seed, batch_size), cell
+                    if wants_exact(env_id, agent_name, log.exact_done):
+                        yield exact.remote(env_id, agent_name, seed), cell
+
+            submit = tasks()
+            pending.update(itertools.islice(submit, MAX_IN_FLIGHT))
             skipped: set[tuple[str, str]] = set()
             while pending:
                 (ref,), _ = ray.wait(list(pending), num_returns=1)
                 cell = pending.pop(ref)
                 result = _result(ray, ref, cell)
+                pending.update(itertools.islice(submit, 1))
                 if "skip" in result and cell not in skipped:
                     skipped.add(cell)
                     if on_skip is None:

@@ -20,7 +20,8 @@ from typer.core import TyperCommand
 from llmgym.agents.registry import check_agent_name, split_agent_names
 from llmgym.cli.checks import check_cache, check_output_dir, fail
 from llmgym.envs.registration import base_env_id
-from llmgym.errors import AgentError, RayBenchError
+from llmgym.errors import AgentError, ConfigError, RayBenchError
+from llmgym.rollout import MAX_TIMESTEPS, check_count
 
 
 def _missing(err: ModuleNotFoundError) -> typer.Exit:
@@ -72,6 +73,11 @@ def register(app: typer.Typer) -> None:
         threads: int = typer.Option(1, min=1, help="Torch threads (small MLPs run best on 1)."),
     ) -> None:
         """Train SB3 on the base numeric env with the recorded hyperparameters; cache it."""
+        try:
+            if timesteps is not None:
+                check_count(timesteps, "--timesteps", MAX_TIMESTEPS)
+        except ConfigError as err:
+            raise fail(str(err)) from None
         check_cache()
         try:
             import torch
@@ -151,8 +157,11 @@ def register(app: typer.Typer) -> None:
         unknown = [e for e in env_ids if e not in gym.registry]
         if unknown:
             raise fail(f"Unknown environment {unknown[0]!r}: run `llmgym envs` to list them.")
-        if episodes is not None and episodes < 1:
-            raise fail("--episodes must be at least 1.")
+        try:
+            if episodes is not None:
+                check_count(episodes, "--episodes")
+        except ConfigError as err:
+            raise fail(str(err)) from None
         out = Path(output) if output else Path("benchmarks/results") / suite
         check_output_dir(out)
         check_cache()
@@ -192,6 +201,7 @@ def register(app: typer.Typer) -> None:
                         env_ids,
                         names,
                         **common,
+                        keep_rows=False,
                         on_episode=advance,
                         on_cell=on_cell,
                         on_skip=on_skip,
@@ -203,6 +213,7 @@ def register(app: typer.Typer) -> None:
                         env_ids,
                         names,
                         **common,
+                        keep_rows=False,
                         address=address,
                         on_episode=advance,
                         on_skip=on_skip,

@@ -22,6 +22,7 @@ from rich.table import Table
 import llmgym
 from llmgym import rollout
 from llmgym.cli.checks import fail
+from llmgym.errors import ConfigError
 
 console = Console(highlight=False)
 
@@ -78,6 +79,10 @@ def play(
     episodes: int = typer.Option(1, min=1, help="Episodes to play."),
 ) -> None:
     """Play a text env yourself: read the prompt, type an answer (Ctrl-D or Ctrl-C to stop)."""
+    try:
+        rollout.check_count(episodes, "--episodes")
+    except ConfigError as err:
+        raise fail(str(err)) from None
     env = make_env(env_id)
     current: list[rollout.Episode] = []
 
@@ -119,6 +124,7 @@ def play(
             range(seed, seed + episodes),
             before_act=track,
             on_end=episode_over,
+            keep=False,
         )
     except (EOFError, KeyboardInterrupt):
         console.print("\nBye.")

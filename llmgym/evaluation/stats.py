@@ -23,13 +23,17 @@ def finite_returns(returns: Sequence[float]) -> list[float]:
     """The finite returns of ``returns``; warns (RuntimeWarning) when any were dropped."""
     finite = [float(r) for r in returns if math.isfinite(r)]
     if len(finite) < len(returns):
-        warnings.warn(
-            f"llmgym: {len(returns) - len(finite)} episode(s) had non-finite rewards and are "
-            "left out of the mean",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+        warn_nonfinite(len(returns) - len(finite), stacklevel=4)
     return finite
+
+
+def warn_nonfinite(count: int, stacklevel: int = 3) -> None:
+    """Warn (RuntimeWarning) that ``count`` episodes were left out of a mean."""
+    warnings.warn(
+        f"llmgym: {count} episode(s) had non-finite rewards and are left out of the mean",
+        RuntimeWarning,
+        stacklevel=stacklevel,
+    )
 
 
 def mean_ci95(values: Sequence[float]) -> tuple[float, float]:
@@ -51,4 +55,4 @@ def mean_ci95(values: Sequence[float]) -> tuple[float, float]:
     return float(data.mean()), 1.96 * float(data.std(ddof=1)) / math.sqrt(data.size)
 
 
-__all__ = ["finite_returns", "mean_ci95"]
+__all__ = ["finite_returns", "mean_ci95", "warn_nonfinite"]
