@@ -30,9 +30,10 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from llmgym.agents.registry import check_agent_name, make_agent
 from llmgym.baselines.base import TextAgent
@@ -40,7 +41,7 @@ from llmgym.bench.suites import episodes_for
 from llmgym.envs.registration import make_eval_env
 from llmgym.errors import AgentError
 from llmgym.evaluation.evaluator import evaluate
-from llmgym.rollout import Episode
+from llmgym.rollout import Episode, check_count
 
 try:
     import fcntl
@@ -48,6 +49,8 @@ except ImportError:  # Windows: no advisory locks; one bench per folder there
     fcntl = None  # type: ignore[assignment]
 
 EPISODES_FILE = "episodes.jsonl"
+#: Bytes read at a time when looking for the start of a torn last line.
+TAIL_BLOCK = 1 << 16
 EXACT_FILE = "exact.jsonl"
 #: Called after each finished episode with its row (for progress bars).
 Callback = Callable[[dict[str, Any]], None]
@@ -80,7 +83,8 @@ def cell_key(row: dict[str, Any]) -> tuple[str, str]:
 class EpisodeLog:
     """Appends episode rows to ``output/episodes.jsonl`` (and exact rows to ``exact.jsonl``),
     each (env, agent, seed) once: rows already recorded, or written twice, are dropped.
-    ``new_rows`` holds what this log wrote; ``on_episode(row)`` is called for each. Each write
+    ``new_rows`` holds what this log wrote (unless ``keep_rows=False``); ``on_episode(row)``
+    is called for each. Each write
     holds an exclusive lock on the file and first reads what other processes appended since,
     so two bench runs on one folder never record an episode twice (POSIX; elsewhere unlocked).
 
@@ -92,7 +96,9 @@ class EpisodeLog:
         (True, False, 1)
     """
 
-    def __init__(self, output: Path, on_episode: Callback | None = None) -> None:
+    def __init__(
+        self, output: Path, on_episode: Callback | None = None, keep_rows: bool = True
+    ) -> None:
         self.output = Path(output)
         self.output.mkdir(parents=True, exist_ok=True)
         self.done: set[tuple[str, str, int]] = set()
@@ -103,6 +109,7 @@ class EpisodeLog:
         for name in self._files:
             self._catch_up(name)
         self.new_rows: list[dict[str, Any]] = []
+        self.keep_rows = keep_rows
         self.on_episode = on_episode
 
     def __enter__(self) -> EpisodeLog:
@@ -136,24 +143,59 @@ class EpisodeLog:
         key = key_of(row)
         if key in done:
             return False
-        with (self.output / name).open("a") as sink:
+        with (self.output / name).open("ab", buffering=0) as sink:
             if fcntl is not None:
                 fcntl.flock(sink, fcntl.LOCK_EX)  # released when the file closes
+            self._repair_tail(name, sink)
             self._catch_up(name)
             if key in done:
                 return False
-            text = json.dumps(row) + "\n"
-            sink.write(text)
-            sink.flush()
-            self._read[name] += len(text.encode())
+            text = (json.dumps(row) + "\n").encode()
+            end = sink.seek(0, os.SEEK_END)
+            try:
+                _write_all(sink, text)
+            except OSError:  # a full disk: take back what got through, then say so
+                _truncate(sink, end)
+                raise
+            self._read[name] += len(text)
         done.add(key)
         return True
+
+    def _repair_tail(self, name: str, sink: BinaryIO) -> None:
+        """Under the lock, before appending: a last line without its newline is a write cut
+        short (a kill, a full disk). A complete row there gets its newline; a fragment is cut
+        off, so the next row starts on a line of its own and the fragment's episode, never
+        recorded, is played again. Either way each episode ends up recorded exactly once."""
+        end = sink.seek(0, os.SEEK_END)
+        start = end
+        with (self.output / name).open("rb") as f:
+            while start > 0:
+                step = min(start, TAIL_BLOCK)
+                f.seek(start - step)
+                block = f.read(step)
+                cut = block.rfind(b"\n")
+                if cut >= 0:
+                    start = start - step + cut + 1
+                    break
+                start -= step
+            if start == end:
+                return
+            f.seek(start)
+            fragment = f.read(end - start)
+        try:
+            row = json.loads(fragment)
+            self._files[name][0](row)
+        except (ValueError, KeyError, TypeError, IndexError):
+            _truncate(sink, start)
+            return
+        _write_all(sink, b"\n")
 
     def write(self, row: dict[str, Any]) -> bool:
         """Append ``row`` unless its episode is recorded already; whether it was written."""
         if not self._append(EPISODES_FILE, row):
             return False
-        self.new_rows.append(row)
+        if self.keep_rows:
+            self.new_rows.append(row)
         if self.on_episode is not None:
             self.on_episode(row)
         return True
@@ -161,6 +203,18 @@ class EpisodeLog:
     def write_exact(self, row: dict[str, Any]) -> None:
         """Append an ``exact_row`` unless its cell has one."""
         self._append(EXACT_FILE, row)
+
+
+def _write_all(sink: BinaryIO, data: bytes) -> None:
+    """Write ``data`` to the unbuffered ``sink`` (which may take it in pieces)."""
+    view = memoryview(data)
+    while view:
+        view = view[sink.write(view) or 0 :]
+
+
+def _truncate(sink: BinaryIO, size: int) -> None:
+    """Cut the file ``sink`` writes (unbuffered) back to ``size`` bytes."""
+    os.truncate(sink.fileno(), size)
 
 
 def seed_rows(agent: TextAgent, seeds: Sequence[int]) -> None:
@@ -171,20 +225,56 @@ def seed_rows(agent: TextAgent, seeds: Sequence[int]) -> None:
         seed_episodes(seeds)
 
 
+class PendingSeeds:
+    """The seeds ``range(start, stop)`` of one cell that ``done`` lacked when made, read
+    lazily: iterating yields them one at a time and ``len`` counts them, so no list of the
+    episode count asked for is ever built (only the recorded seeds are held).
+
+    Example:
+        >>> import itertools
+        >>> todo = PendingSeeds("E", "a", 0, 10**9, {("E", "a", 1), ("E", "b", 2)})
+        >>> len(todo), list(itertools.islice(todo, 3))
+        (999999999, [0, 2, 3])
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        agent: str,
+        start: int,
+        stop: int,
+        done: set[tuple[str, str, int]],
+    ) -> None:
+        self.start, self.stop = start, stop
+        self.recorded = frozenset(
+            s for e, a, s in done if e == env_id and a == agent and start <= s < stop
+        )
+
+    def __iter__(self) -> Iterator[int]:
+        return (s for s in range(self.start, self.stop) if s not in self.recorded)
+
+    def __len__(self) -> int:
+        return self.stop - self.start - len(self.recorded)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+
 def pending_seeds(
     env_ids: Sequence[str],
     agents: Sequence[str],
     episodes: int | None,
     seed: int,
     done: set[tuple[str, str, int]],
-) -> dict[tuple[str, str], list[int]]:
-    """Seeds still to run for each (env, agent) cell."""
+) -> dict[tuple[str, str], PendingSeeds]:
+    """Seeds still to run for each (env, agent) cell, lazily (see ``PendingSeeds``); an
+    ``episodes`` count above ``MAX_EPISODES`` is refused (``ConfigError``)."""
+    if episodes is not None:
+        check_count(episodes, "--episodes")
     return {
-        (env_id, agent): [
-            s
-            for s in range(seed, seed + episodes_for(env_id, episodes))
-            if (env_id, agent, s) not in done
-        ]
+        (env_id, agent): PendingSeeds(
+            env_id, agent, seed, seed + episodes_for(env_id, episodes), done
+        )
         for env_id in env_ids
         for agent in agents
     }
@@ -193,13 +283,15 @@ def pending_seeds(
 def run_episodes(
     env_id: str,
     agent: TextAgent,
-    seeds: Sequence[int],
+    seeds: Iterable[int],
     write: Callback,
     batch_size: int = 32,
 ) -> None:
     """Play one episode per seed, ``batch_size`` at a time, and ``write`` each row as its
-    episode ends. Wall time of a batched step is shared equally by the live episodes."""
-    envs = [make_eval_env(env_id) for _ in range(min(batch_size, len(seeds)))]
+    episode ends. Wall time of a batched step is shared equally by the live episodes.
+    ``seeds`` is read lazily; nothing is kept once written."""
+    count = len(seeds) if isinstance(seeds, Sized) else batch_size
+    envs = [make_eval_env(env_id) for _ in range(min(batch_size, count))]
     reset = getattr(agent, "reset", None)
 
     def write_row(_slot: int, episode: Episode) -> None:
@@ -225,6 +317,7 @@ def run_episodes(
         before_batch=(lambda: reset(None)) if reset is not None else None,
         before_act=lambda live: seed_rows(agent, [e.seed for e in live]),
         on_end=write_row,
+        keep_returns=False,
     )
 
 
@@ -268,6 +361,7 @@ def run_bench(
     on_episode: Callback | None = None,
     on_cell: Callable[[str, str, int], None] | None = None,
     on_skip: Callable[[str, str, str], None] | None = None,
+    keep_rows: bool = True,
 ) -> list[dict[str, Any]]:
     """Run every (env, agent) cell on seeds ``seed, seed + 1, ...`` and return the new rows.
 
@@ -275,10 +369,12 @@ def run_bench(
     ``on_cell(env, agent, n)`` before a cell runs n episodes, ``on_episode(row)`` after each
     episode, ``on_skip(env, agent, reason)`` when an agent cannot play an env (DQN on
     continuous actions, no heuristic for it); such cells are left out, the others run.
+    ``keep_rows=False`` returns no rows (they are in ``episodes.jsonl``), so memory does not
+    grow with the rows written; seeds are read lazily, never listed.
     """
     for name in agents:
         check_agent_name(name)
-    with EpisodeLog(output, on_episode) as log:
+    with EpisodeLog(output, on_episode, keep_rows=keep_rows) as log:
         todo = pending_seeds(env_ids, agents, episodes, seed, log.done)
         for (env_id, agent_name), seeds in todo.items():
             exact = wants_exact(env_id, agent_name, log.exact_done)
