@@ -88,7 +88,15 @@ def train(
     eval_every: int = _config_option("eval_every"),
     eval_episodes: int = _config_option("eval_episodes"),
     final_eval_episodes: int = typer.Option(
-        1000, min=1, help="Episodes of the final evaluation (and of the baselines beside it)."
+        1000,
+        min=1,
+        help="Episodes of the start and final evaluations when they are sampled (the exact "
+        "method needs none; the method in use is printed) and of the baselines beside them.",
+    ),
+    no_start_eval: bool = typer.Option(
+        False,
+        "--no-start-eval",
+        help="Skip the evaluation before training (config key eval.start=false).",
     ),
     env_kwarg: list[str] = typer.Option(  # noqa: B008
         None, "--env-kwarg", help="KEY=VALUE for gym.make (repeatable), e.g. is_slippery=false."
@@ -153,6 +161,8 @@ def train(
     }
     if no_progress:
         values["run.progress"] = False
+    if no_start_eval:
+        values["eval.start"] = False
     acting = {k: v for k, v in given.items() if k.startswith(("policy.backend", "policy.vllm"))}
     values |= key_values(set_, "--set")
     build = cls.build
@@ -186,6 +196,11 @@ def train(
                 f"({config.policy.mode} mode, "
                 f"{_trained(config)}), {config.run.num_envs} envs{processes}, "
                 f"budget {_budget(config)} -> {output}"
+            )
+        if main and config.eval.start and not resume:
+            console.print(
+                f"Start evaluation: {trainer.evaluation_plan(final_eval_episodes)}; "
+                "--no-start-eval skips it."
             )
         start_value = _start_value(trainer, Path(output), final_eval_episodes, resume)
         final = trainer.train(resume=resume, final_episodes=final_eval_episodes)
@@ -278,6 +293,8 @@ def _start_value(trainer: Any, run_dir: Path, episodes: int, resume: bool) -> di
     path = run_dir / "start_eval.json"
     if resume:  # unknown for runs started before start_eval.json was written
         return json.loads(path.read_text()) if path.exists() else {"mean_return": math.nan}
+    if not trainer.config.eval.start:
+        return {"mean_return": math.nan}
     value = trainer.evaluate(episodes)
     value = {k: v for k, v in value.items() if k != "returns"}
     if trainer.processes.is_main:

@@ -201,6 +201,9 @@ class EvalSection(Checked):
     """``exact``: the greedy policy's expected return from the env's transition model
     (Blackjack, FrozenLake, Taxi, CliffWalking; ``llmgym.evaluation.exact``); ``sampled``: mean
     over evaluation episodes; ``auto``: exact where the env allows it (greedy, Markov prompt)."""
+    start: bool = True
+    """Evaluate the policy before training (``llmgym train --no-start-eval`` skips it: no start
+    value in the result and no iteration-0 row)."""
 
 
 SECTIONS: dict[str, type] = {

@@ -151,7 +151,27 @@ def collapse_warnings(metrics: dict[str, Any], episodes: list[Episode], kl_warn:
     return out
 
 
+def eval_line(ev: dict[str, Any]) -> str:
+    """One evaluation as a line: ``eval return -0.069 (exact)`` or ``... ± CI (N episodes)``."""
+    if ev.get("method") == "exact":
+        return f"eval return {ev['mean_return']:.4f} (exact)"
+    return f"eval return {ev['mean_return']:.3f} ± {ev['ci95']:.3f} ({ev['episodes']} episodes)"
+
+
+def progress_bar(enabled: bool, total: int, initial: int) -> Any:
+    """The training progress bar (tqdm), or None when off or tqdm is missing."""
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, initial=initial, unit="", desc="training", dynamic_ncols=True)
+
+
 __all__ = [
+    "eval_line",
+    "progress_bar",
     "collapse_warnings",
     "eval_metrics",
     "light_copies",

@@ -42,9 +42,10 @@ from llmgym.rl.distributed import Processes
 from llmgym.rl.logger import MetricsLogger
 from llmgym.rl.metrics import (
     collapse_warnings,
+    eval_line,
     eval_metrics,
     light_copies,
-    logprob_gap,
+    progress_bar,
     rollout_metrics,
 )
 from llmgym.rl.update import UpdateSteps
@@ -276,29 +277,6 @@ class Trainer(UpdateSteps, Checkpointing):
             }
         )
 
-    def _vllm_gap(self, episodes: list[Episode]) -> tuple[list[Any] | None, dict[str, float]]:
-        """Acting through vLLM: the batch's outputs recomputed here (no gradient, the weights
-        that acted; the update's old log-probs) and their gap to the server's log-probs."""
-        samples = [s.sample for e in episodes for s in e.steps]
-        if self.vllm is None or not samples:
-            return None, {}
-        outs = self.recompute(samples)
-        mean, largest = logprob_gap(samples, outs)
-        return outs, {"perf/vllm_logprob_gap": mean, "perf/vllm_logprob_gap_max": largest}
-
-    def _refresh_head_features(self, episodes: list[Episode]) -> None:
-        """Add the batch's hidden states to the head's whitening statistics and refresh the map
-        (before the update, so its old and new log-probs share one feature map)."""
-        head = self.policy.head
-        if head is None or self.features_frozen:
-            return
-        hidden = [s.sample.hidden for e in episodes for s in e.steps]
-        hidden = self.processes.gather([h.cpu() for h in hidden if h is not None])
-        if not hidden:
-            return
-        head.whitener.update(self.torch.stack(hidden).to(self.device))
-        head.whitener.refresh()
-
     # ---- evaluation ------------------------------------------------------------------------
 
     def evaluate(self, episodes: int | None = None, seed_base: int = EVAL_SEED_BASE) -> dict:
@@ -355,8 +333,13 @@ class Trainer(UpdateSteps, Checkpointing):
         cfg = self.config
         main = self.processes.is_main
         if resume:
+            checkpoint = self.latest_checkpoint()
             self.load_checkpoint()
             self.sync_acting_weights()  # the server acts with the checkpoint's adapter
+            self.say(
+                f"Resumed from {checkpoint}: iteration {self.iteration}, {self.env_steps} env "
+                f"steps, {self.episodes_done} episodes."
+            )
         elif main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             checkpoints.start_fresh(self.run_dir)
@@ -365,7 +348,7 @@ class Trainer(UpdateSteps, Checkpointing):
         self.logger = MetricsLogger(self.run_dir, cfg.to_dict()) if main else None
         if resume and self.logger is not None:
             self.logger.truncate(self.env_steps)
-        pbar = _progress(cfg.run.progress and main, total=self._budget(), initial=self._spent())
+        pbar = progress_bar(cfg.run.progress and main, total=self._budget(), initial=self._spent())
         try:
             if self.iteration == 0 and not resume:
                 self._first_evaluation(pbar)
@@ -384,7 +367,8 @@ class Trainer(UpdateSteps, Checkpointing):
                 self.logger.close()
 
     def _first_evaluation(self, pbar: Any) -> None:
-        """Iteration 0: the SFT warm start when configured, then the start evaluation."""
+        """Iteration 0: the SFT warm start when configured, then the start evaluation (unless
+        ``eval.start`` is off)."""
         start = time.perf_counter()
         metrics: dict[str, Any] = {}
         warm = self.config.sft.source != "none"
@@ -393,12 +377,13 @@ class Trainer(UpdateSteps, Checkpointing):
 
             metrics |= warm_start(self)
             self.sync_acting_weights()
-        ev = self.evaluate()
-        self.first_eval = ev  # after the SFT warm start, when there is one
-        metrics |= eval_metrics(ev) | {"perf/eval_s": time.perf_counter() - start}
-        if self.logger is not None:
+        if self.config.eval.start:
+            ev = self.evaluate()
+            self.first_eval = ev  # after the SFT warm start, when there is one
+            metrics |= eval_metrics(ev) | {"perf/eval_s": time.perf_counter() - start}
+            self.say(f"iter 0: {eval_line(ev)}", pbar)
+        if metrics and self.logger is not None:
             self.logger.log(metrics, self.env_steps)
-        _write(pbar, f"iter 0: eval return {ev['mean_return']:.3f}")
         if warm:
             self.save_checkpoint()  # iter_000000 = the SFT warm start (RL can restart here)
 
@@ -418,7 +403,9 @@ class Trainer(UpdateSteps, Checkpointing):
             "perf/iteration_s": t2 - t0,
         }
         if cfg.eval.every and self.iteration % cfg.eval.every == 0 and not self._done():
-            metrics |= eval_metrics(self.evaluate())
+            ev = self.evaluate()
+            metrics |= eval_metrics(ev)
+            self.say(f"iter {self.iteration} ({self.env_steps} env steps): {eval_line(ev)}", pbar)
         self.diagnose(metrics, episodes)
         if self.logger is not None and self.iteration % cfg.run.log_every == 0:
             self.logger.log(metrics, self.env_steps)
@@ -450,6 +437,39 @@ class Trainer(UpdateSteps, Checkpointing):
 
     # ---- diagnostics -----------------------------------------------------------------------
 
+    def say(self, message: str, pbar: Any = None) -> None:
+        """Print ``message`` (above the progress bar) when the run shows progress; one process
+        speaks for all."""
+        if not (self.config.run.progress and self.processes.is_main):
+            return
+        if pbar is not None:
+            pbar.write(message)
+        else:
+            print(message, flush=True)
+
+    def evaluation_plan(self, episodes: int | None = None) -> str:
+        """How :meth:`evaluate` measures, and how to change it (printed before an evaluation).
+
+        Example:
+            >>> from types import SimpleNamespace as NS
+            >>> trainer = NS(uses_exact_eval=lambda: False, config=NS(eval=NS(episodes=100,
+            ...     greedy=True, method="sampled")))
+            >>> Trainer.evaluation_plan(trainer, 1000).split(" (")[0]
+            'the greedy policy over 1000 episodes'
+        """
+        cfg = self.config.eval
+        who = "the greedy policy" if cfg.greedy else "the sampling policy"
+        if self.uses_exact_eval():
+            return (
+                f"the exact value of {who} from the env's model (eval.method={cfg.method}; "
+                "--set eval.method=sampled plays episodes instead)"
+            )
+        n = episodes or cfg.episodes
+        return (
+            f"{who} over {n} episodes (eval.method={cfg.method}; --set eval.method=exact where "
+            "the env allows it)"
+        )
+
     def _warn(self, message: str, key: str | None = None) -> None:
         key = key or message
         self._warned[key] += 1
@@ -463,21 +483,6 @@ class Trainer(UpdateSteps, Checkpointing):
                 metrics, episodes, self.config.run.kl_warn
             ).items():
                 self._warn(message, key)
-
-
-def _progress(enabled: bool, total: int, initial: int) -> Any:
-    if not enabled:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, initial=initial, unit="", desc="training", dynamic_ncols=True)
-
-
-def _write(pbar: Any, message: str) -> None:
-    if pbar is not None:
-        pbar.write(message)
 
 
 __all__ = ["EVAL_SEED_BASE", "Trainer", "make_envs"]

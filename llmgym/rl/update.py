@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from llmgym.rl.likelihood import evaluate_cached
-from llmgym.rl.metrics import mean_stats
+from llmgym.rl.metrics import logprob_gap, mean_stats
 from llmgym.rl.optim import make_optimizer
+from llmgym.rollout import Episode
 
 LossFn = Callable[[list[int]], tuple[Any, dict[str, float]]]
 """``loss_fn(indices)``: the mean loss over a micro-batch of the batch, and scalar stats."""
@@ -41,6 +42,8 @@ class UpdateSteps:
     _spent: Callable[[], int]
     _budget: Callable[[], int]
     envs: list[Any]
+    vllm: Any
+    features_frozen: bool
 
     def trainable_parameters(self) -> list[Any]:
         params = [p for p in self.model.parameters() if p.requires_grad]
@@ -137,6 +140,29 @@ class UpdateSteps:
             self.ent_boost = min(1.0, max(0.01, 2 * self.ent_boost))
         else:
             self.ent_boost = self.ent_boost / 2 if self.ent_boost > 1e-3 else 0.0
+
+    def _vllm_gap(self, episodes: list[Episode]) -> tuple[list[Any] | None, dict[str, float]]:
+        """Acting through vLLM: the batch's outputs recomputed here (no gradient, the weights
+        that acted; the update's old log-probs) and their gap to the server's log-probs."""
+        samples = [s.sample for e in episodes for s in e.steps]
+        if self.vllm is None or not samples:
+            return None, {}
+        outs = self.recompute(samples)
+        mean, largest = logprob_gap(samples, outs)
+        return outs, {"perf/vllm_logprob_gap": mean, "perf/vllm_logprob_gap_max": largest}
+
+    def _refresh_head_features(self, episodes: list[Episode]) -> None:
+        """Add the batch's hidden states to the head's whitening statistics and refresh the map
+        (before the update, so its old and new log-probs share one feature map)."""
+        head = self.policy.head
+        if head is None or self.features_frozen:
+            return
+        hidden = [s.sample.hidden for e in episodes for s in e.steps]
+        hidden = self.processes.gather([h.cpu() for h in hidden if h is not None])
+        if not hidden:
+            return
+        head.whitener.update(self.torch.stack(hidden).to(self.device))
+        head.whitener.refresh()
 
     # ---- the optimisation step and the epoch loop ------------------------------------------
 

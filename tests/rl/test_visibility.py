@@ -1,0 +1,61 @@
+"""Training says what it does (issue 36, item 3): the evaluation method before the start
+evaluation and how to change it, every periodic evaluation, where a resume starts, and
+``--no-start-eval`` skips the start evaluation."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("peft")
+sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
+
+from bandit import register  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+from llmgym.cli import app  # noqa: E402
+
+BANDIT = register("a")
+ARGS = [
+    "--model",
+    "tiny",
+    "--num-envs",
+    "4",
+    "--episodes-per-update",
+    "4",
+    "--eval-episodes",
+    "4",
+    "--final-eval-episodes",
+    "4",
+    "--set",
+    "checkpoint_every=1",
+]
+
+
+def test_train_prints_its_evaluations_and_its_resume_point(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    args = ["train", BANDIT, *ARGS, "--steps", "8", "--eval-every", "1", "--output", out]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    text = result.output + capsys.readouterr().out
+    assert "Start evaluation: the greedy policy over 4 episodes (eval.method=auto" in text
+    assert "--no-start-eval skips it" in text
+    assert "iter 0: eval return" in text and "iter 1 (4 env steps): eval return" in text
+    resume = ["train", BANDIT, *ARGS, "--steps", "12", "--output", out, "--resume"]
+    result = CliRunner().invoke(app, resume)
+    assert result.exit_code == 0, result.output
+    text = result.output + capsys.readouterr().out
+    assert "Resumed from " in text and "iter_000002: iteration 2, 8 env steps" in text
+
+
+def test_no_start_eval_skips_the_start_evaluation(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["train", BANDIT, *ARGS, "--steps", "4", "--no-start-eval", "--output", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    text = result.output + capsys.readouterr().out
+    assert "Start evaluation" not in text and "iter 0:" not in text
+    assert json.loads((out / "result.json").read_text())["start_value"] is None
