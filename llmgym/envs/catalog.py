@@ -38,8 +38,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from llmgym.envs import classic, toy_text
 from llmgym.describers import Describer
+from llmgym.envs import classic, toy_text
 from llmgym.envs.symmetry import CARTPOLE_MIRROR, Mirror
 
 

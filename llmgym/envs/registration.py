@@ -18,9 +18,9 @@ from typing import Any
 
 import gymnasium as gym
 
+from llmgym.describers import Describer, GenericDescriber
 from llmgym.envs.catalog import CATALOG, EnvEntry
 from llmgym.envs.classic import CARTPOLE_DEGREES
-from llmgym.describers import Describer, GenericDescriber
 from llmgym.envs.symmetry import Mirror
 from llmgym.parsing import ParseResult
 from llmgym.wrappers.history import HistoryWrapper
