@@ -2,15 +2,62 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
 from gymnasium import spaces
+from gymnasium.vector.utils import read_from_shared_memory
 
 from llmgym.describers import CHARSET, Describer
 
 MAX_OBSERVATION_CHARS = 8_192
 _ALLOWED = frozenset(CHARSET)
+
+
+class TextSpace(spaces.Text):
+    """The ``Text`` space of llmgym's observations: a ``spaces.Text`` that also travels through
+    ``gym.make_vec(..., vectorization_mode="async")``'s shared memory. (Gymnasium decodes a
+    ``Text`` buffer once, when the vector env is built, so every later observation would read
+    as that first, empty buffer: ``'aaaa...'``. This space's buffer is read again at each step.)
+
+    Example:
+        >>> import gymnasium as gym, llmgym
+        >>> envs = gym.make_vec("Text-Blackjack-v1", num_envs=2, vectorization_mode="async")
+        >>> observations, infos = envs.reset(seed=3)
+        >>> observations[0]
+        'Your hand totals 7 with no usable ace. The dealer shows a 10.'
+        >>> envs.close()
+    """
+
+    def __init__(self, max_length: int = 0) -> None:
+        super().__init__(max_length=max_length, min_length=0, charset=CHARSET)
+
+
+class SharedTexts(Sequence):
+    """The observations of a vector env's shared-memory buffer, decoded when read (a copy,
+    which the vector env hands out by default, is a plain tuple of strings)."""
+
+    def __init__(self, space: spaces.Text, memory: Any, n: int) -> None:
+        self.space, self.memory, self.n = space, memory, n
+
+    def read(self) -> tuple[str, ...]:
+        decode = read_from_shared_memory.dispatch(spaces.Text)  # gymnasium's own decoding
+        return decode(self.space, self.memory, self.n)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.read()[index]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> tuple[str, ...]:
+        return self.read()
+
+
+@read_from_shared_memory.register(TextSpace)
+def _read_texts(space: TextSpace, memory: Any, n: int = 1) -> SharedTexts:
+    return SharedTexts(space, memory, n)
 
 
 def sanitize(text: str, max_length: int = MAX_OBSERVATION_CHARS) -> str:
@@ -42,9 +89,7 @@ class TextObservation(gym.ObservationWrapper):
     def __init__(self, env: gym.Env, describer: Describer) -> None:
         super().__init__(env)
         self.describer = describer
-        self.observation_space = spaces.Text(
-            max_length=MAX_OBSERVATION_CHARS, min_length=0, charset=CHARSET
-        )
+        self.observation_space = TextSpace(MAX_OBSERVATION_CHARS)
         self.system_prompt = sanitize(describer.system_prompt(env.unwrapped))
         self.valid_actions = list(describer.action_names(env.unwrapped) or [])
 

@@ -47,7 +47,7 @@ from llmgym.describers import CHARSET
 from llmgym.errors import ConfigError
 from llmgym.parsing import parse_discrete
 from llmgym.wrappers.text_action import MAX_ACTION_CHARS
-from llmgym.wrappers.text_observation import MAX_OBSERVATION_CHARS, sanitize
+from llmgym.wrappers.text_observation import MAX_OBSERVATION_CHARS, TextSpace, sanitize
 
 #: family -> (TextWorld challenge, its settings).
 FAMILIES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -146,9 +146,7 @@ class TextWorldEnv(gym.Env):
             raise ConfigError(f"num_games must be at least 1, not {num_games}.")
         self.family = family
         self.num_games = num_games
-        self.observation_space = spaces.Text(
-            max_length=MAX_OBSERVATION_CHARS, min_length=0, charset=CHARSET
-        )
+        self.observation_space = TextSpace(MAX_OBSERVATION_CHARS)
         self.action_space = spaces.Text(max_length=MAX_ACTION_CHARS, min_length=0, charset=CHARSET)
         self.system_prompt = (
             f"{_TASK}\n\nReply with a JSON object naming one admissible command: "
