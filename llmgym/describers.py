@@ -28,6 +28,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from llmgym.errors import ConfigError
+
 #: Every character a describer may write; TextObservation declares this charset.
 CHARSET = string.ascii_letters + string.digits + string.punctuation + " \n\t"
 
@@ -178,13 +180,47 @@ def _space_summary(space: spaces.Space, label: str = "") -> list[str]:
     return [f"- {name}: {type(space).__name__}"]
 
 
+@dataclass(frozen=True)
 class GenericDescriber:
-    """Derives prompt text from the spaces alone: Box (with bounds), Discrete, MultiDiscrete,
-    MultiBinary, Tuple and Dict (with field names)."""
+    """Derives prompt text from the spaces: Box (with bounds), Discrete, MultiDiscrete,
+    MultiBinary, Tuple and Dict (with field names). ``actions`` names a ``Discrete`` action
+    space's actions (a list, or a dict name -> meaning); ``fields`` names the entries of a
+    flat ``Box`` observation (a list, or a dict name -> description), or describes a ``Dict``
+    observation's keys (a dict key -> description). ``llmgym.wrap(env, actions=..., fields=...)``
+    passes them.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> env = gym.make("CartPole-v1")
+        >>> d = GenericDescriber(actions={"LEFT": "push left", "RIGHT": "push right"},
+        ...                      fields=["position", "velocity", "angle", "spin"])
+        >>> d.action_names(env)
+        ['LEFT', 'RIGHT']
+        >>> print(d.describe(env.reset(seed=0)[0], env).splitlines()[0])
+        position = 0.0137
+    """
+
+    actions: Any = None
+    fields: Any = None
 
     def action_names(self, env: gym.Env) -> list[str] | None:
         space = env.action_space
-        return _discrete_names(space) if isinstance(space, spaces.Discrete) else None
+        if not isinstance(space, spaces.Discrete):
+            if self.actions:
+                raise ConfigError(
+                    f"actions names the choices of a Discrete action space, not of "
+                    f"{type(space).__name__}; drop it."
+                )
+            return None
+        if not self.actions:
+            return _discrete_names(space)
+        names = [str(name) for name in self.actions]
+        if len(names) != int(space.n) or len(set(names)) != len(names):
+            raise ConfigError(
+                f"actions must give {int(space.n)} different names, one per action of "
+                f"{space}, not {names}."
+            )
+        return names
 
     def system_prompt(self, env: gym.Env) -> str:
         env_id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
@@ -193,17 +229,64 @@ class GenericDescriber:
                 f"You control an agent in the reinforcement-learning environment {env_id}.",
                 "Choose actions that maximize the total reward.",
                 "Each observation has these fields:",
-                *_space_summary(env.observation_space),
+                *self._summary(env.observation_space),
             ]
         )
         names = self.action_names(env)
-        actions = [(name, f"action {name}") for name in names] if names else None
+        meanings = self.actions if isinstance(self.actions, dict) else {}
+        actions = [(n, str(meanings.get(n, f"action {n}"))) for n in names] if names else None
         if not names and not isinstance(env.action_space, spaces.Box):
             task += "\nThe action is: " + _space_summary(env.action_space, "action")[0][2:]
         return build_system_prompt(task, env, actions)
 
     def describe(self, obs: Any, env: gym.Env) -> str:
+        labels = self._labels(env.observation_space)
+        if labels is not None:
+            values = np.asarray(obs).ravel()
+            return "\n".join(f"{name} = {fmt(v)}" for name, v in zip(labels, values))
         return "\n".join(_describe_value(env.observation_space, obs, ""))
+
+    def _labels(self, space: spaces.Space) -> list[str] | None:
+        """The names of a flat Box observation's entries, when ``fields`` gives them."""
+        if not self.fields or isinstance(space, spaces.Dict):
+            return None
+        size = int(np.prod(space.shape)) if isinstance(space, spaces.Box) else -1
+        names = [str(name) for name in self.fields]
+        if len(names) != size:
+            raise ConfigError(
+                f"fields must name the {size} entries of a flat Box observation (or describe "
+                f"a Dict observation's keys), not {names} for {space}."
+            )
+        return names
+
+    def _summary(self, space: spaces.Space) -> list[str]:
+        notes = self.fields if isinstance(self.fields, dict) else {}
+        labels = self._labels(space)
+        if labels is not None:
+            low, high = np.asarray(space.low).ravel(), np.asarray(space.high).ravel()
+            return [
+                f"- {name}: {notes[name] + ', ' if name in notes else ''}"
+                f"from {_bound(lo, False)} to {_bound(hi, False)}"
+                for name, lo, hi in zip(labels, low, high)
+            ]
+        lines = _space_summary(space)
+        if isinstance(space, spaces.Dict) and notes:
+            unknown = set(notes) - set(space.spaces)
+            if unknown:
+                raise ConfigError(
+                    f"fields describes keys the observation lacks ({', '.join(sorted(unknown))}); "
+                    f"its keys are {', '.join(space.spaces)}."
+                )
+            lines = [
+                line + (f" ({notes[key]})" if key in notes else "")
+                for line, key in zip(lines, _flat_keys(space))
+            ]
+        return lines
+
+
+def _flat_keys(space: spaces.Dict) -> list[str]:
+    """The top-level key of each line ``_space_summary`` writes for a Dict space."""
+    return [key for key, sub in space.spaces.items() for _ in _space_summary(sub, key)]
 
 
 @dataclass(frozen=True)

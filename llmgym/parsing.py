@@ -161,14 +161,18 @@ def _last_mention(text: str, names: Sequence[str]) -> int | None:
 
 
 def _fuzzy(text: str, names: Sequence[str]) -> int | None:
-    lowered = [n.lower() for n in names]
+    """A close spelling of a name; numbers are names only when written exactly (JSON, a label
+    or the whole answer), never by resemblance."""
+    lowered = {n.lower(): i for i, n in reversed(list(enumerate(names))) if not n.isdigit()}
+    if not lowered:
+        return None
     words = _WORD.findall(text)[-200:]
     candidates = [text.strip().lower()] + [w.lower() for w in reversed(words)]
     candidates += [f"{a} {b}".lower() for a, b in zip(words, words[1:])][::-1]
     for candidate in candidates:
-        match = difflib.get_close_matches(candidate, lowered, n=1, cutoff=_FUZZY_CUTOFF)
+        match = difflib.get_close_matches(candidate, list(lowered), n=1, cutoff=_FUZZY_CUTOFF)
         if match:
-            return lowered.index(match[0])
+            return lowered[match[0]]
     return None
 
 
@@ -182,14 +186,25 @@ def parse_discrete(text: str, names: Sequence[str], fallback: int = 0) -> ParseR
         1
         >>> parse_discrete("lefft", ["LEFT", "RIGHT"]).method
         'fuzzy'
+        >>> parse_discrete('{"action": [2, 1]}', ["0", "1", "2"]).method
+        'fallback'
     """
     if not names:
         raise ValueError("parse_discrete needs at least one valid action name.")
     text = _tail(text)
-    for value in reversed(json_values(text)):
+    values = json_values(text)
+    for value in reversed(values):
         index = _name_index(value, names)
         if index is not None:
             return ParseResult(True, "json", index)
+    if values and isinstance(values[-1], (list, dict)):  # e.g. {"action": [2, 1]}
+        return ParseResult(
+            False,
+            "fallback",
+            fallback,
+            f"the answer's action {_tail(json.dumps(values[-1]))[:80]} is not one of the "
+            f"actions ({', '.join(names)})",
+        )
     for match in reversed(list(_LABELLED.finditer(text))):
         label = match.group(1)
         index = _name_index(label, names)

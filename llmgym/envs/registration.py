@@ -22,6 +22,7 @@ from llmgym.describers import Describer, GenericDescriber
 from llmgym.envs.catalog import CATALOG, EnvEntry
 from llmgym.envs.classic import CARTPOLE_DEGREES
 from llmgym.envs.symmetry import Mirror
+from llmgym.errors import ConfigError
 from llmgym.parsing import ParseResult
 from llmgym.wrappers.history import HistoryWrapper
 from llmgym.wrappers.text_action import TextAction
@@ -32,7 +33,15 @@ CURATED: dict[str, Describer] = {
     e.env_class: e.describer for e in CATALOG if e.env_class and e.describer is not None
 }
 #: ``make_text_env`` keyword arguments that configure the wrappers, not the base env.
-WRAPPER_KWARGS = ("history", "on_invalid", "invalid_penalty", "describer", "parser")
+WRAPPER_KWARGS = (
+    "history",
+    "on_invalid",
+    "invalid_penalty",
+    "describer",
+    "parser",
+    "actions",
+    "fields",
+)
 #: Step cap for envs registered without a time limit (CliffWalking), in training and benches.
 DEFAULT_MAX_STEPS = 200
 
@@ -83,11 +92,16 @@ def wrap(
     on_invalid: str = "fallback",
     invalid_penalty: float | None = None,
     parser: Any | None = None,
+    actions: Any = None,
+    fields: Any = None,
 ) -> gym.Env:
     """Turn any Gymnasium env into a text env: ``str`` observations, ``str`` actions.
 
     The describer is the curated one for known envs and is otherwise derived from the spaces;
-    pass your own object, or the name of one in ``NAMED_DESCRIBERS``.
+    pass your own object, or the name of one in ``NAMED_DESCRIBERS``. Without one, ``actions``
+    names a Discrete action space's actions (a list, or a dict name -> meaning) and ``fields``
+    names a flat Box observation's entries or describes a Dict observation's keys (see
+    ``GenericDescriber``).
     ``history=k`` adds ``info["messages"]`` with the last k turns; ``on_invalid`` and
     ``invalid_penalty`` set what an unparseable answer does (see ``TextAction``); ``parser``
     replaces the action parser for action spaces llmgym cannot parse itself.
@@ -101,9 +115,18 @@ def wrap(
         >>> *_, info = env.step('{"action": [5.0]}')
         >>> info["parse"]["action"], info["parse"]["clipped"]
         (array([2.], dtype=float32), True)
+        >>> env = wrap(gym.make("CartPole-v1"), actions=["LEFT", "RIGHT"])
+        >>> env.reset(seed=0)[1]["valid_actions"]
+        ['LEFT', 'RIGHT']
     """
+    if (actions is not None or fields is not None) and describer is not None:
+        raise ConfigError(
+            "Pass either a describer or actions/fields (which shape the generic describer)."
+        )
     if isinstance(describer, str):
         describer = describer_named(describer)
+    if actions is not None or fields is not None:
+        describer = GenericDescriber(actions=actions, fields=fields)
     describer = describer or describer_for(env)
     text_env: gym.Env = TextObservation(env, describer)
     text_env = TextAction.from_describer(
