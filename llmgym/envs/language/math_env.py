@@ -49,6 +49,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 import zlib
@@ -387,6 +388,19 @@ class ReasoningEnv(gym.Env):
         self._steps = []
         return self._problem_text(), self._info()
 
+    def _score(self, answer: str) -> tuple[float, str | None]:
+        """The dataset verifier's score of ``answer`` and, where the verifier raised or gave
+        no finite number, why it counts 0 instead (a third-party verifier may choke on text
+        it never expected, as boxnet's does on a bare number)."""
+        try:
+            score = float(self.data.score_answer(answer, self._entry))
+        except Exception as error:  # noqa: BLE001 (any verifier bug scores 0, never raises)
+            why = " ".join(str(error).split())[:200]
+            return 0.0, f"the {self.dataset_name} verifier raised {type(error).__name__}: {why}"
+        if not math.isfinite(score):
+            return 0.0, f"the {self.dataset_name} verifier gave a non-finite score ({score})"
+        return score, None
+
     def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         if not self._entry:
             raise RuntimeError("Call reset() before step() on a reasoning env.")
@@ -399,7 +413,9 @@ class ReasoningEnv(gym.Env):
             self._steps.append(to_ascii(" ".join(head.split()))[:_STEP_CHARS])
             info["parse"] = {"ok": True, "method": "step", "action": None, "error": None}
             return self._problem_text(), 0.0, False, False, info
-        score = float(self.data.score_answer(answer, self._entry)) if answer is not None else 0.0
+        score, why = self._score(answer) if answer is not None else (0.0, None)
+        if why is not None:
+            info["verifier_error"] = why
         correct = score >= 1.0
         error = None if answer is not None else "no final answer (JSON, \\boxed{} or prose) found"
         info["parse"] = {
