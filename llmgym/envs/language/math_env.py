@@ -16,7 +16,8 @@ winning within each:
 When the reference answer is a number, the first number of the extracted text is taken
 ("42 apples" -> "42"; "1,234" -> "1234"; "20.0" -> "20"). The generator's own verifier then
 scores it; the reward is 1.0 for a fully correct answer and 0.0 otherwise (partial credit is
-reported in ``info["verifier_score"]``). Nothing is ever evaluated as code: only datasets
+reported in ``info["verifier_score"]``; a verifier that raises scores 0, with the reason in
+``info["verifier_error"]``). Nothing is ever evaluated as code: only datasets
 whose verifiers never evaluate text are offered (``SAFE_DATASETS``); any other name is
 refused with a ``ConfigError`` (a ``ValueError``).
 
