@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --quiet --disable-pip-version-check
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast test-heavy test-fuzz test-gpu gpu-carry test-vllm test-vllm-inprocess demo lint clean
+.PHONY: install test test-fast test-heavy test-fuzz test-gpu gpu-carry test-vllm test-vllm-inprocess demo docs lint clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -84,6 +84,19 @@ gpu-carry: $(STAMP)
 
 demo: $(STAMP)
 	$(PY) examples/demo_blackjack.py
+
+# The documentation site into site/ (MkDocs + Material + mkdocstrings: the `docs` extra, added
+# to .venv once). The generated tables must match the records, and --strict fails on any
+# warning: a broken link or anchor, a page left out of the nav, a docstring it cannot render.
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): $(STAMP) pyproject.toml
+	$(PIP) install -e ".[docs]"
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(PY) benchmarks/docs_results.py --check
+	$(PY) benchmarks/leaderboard_readme.py --check --no-charts
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 lint: $(STAMP)
 	$(PY) -m ruff check llmgym tests benchmarks examples

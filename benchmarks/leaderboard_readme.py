@@ -1,13 +1,14 @@
 """The classic leaderboard, regenerated from the committed records: ``leaderboard.md``,
 ``leaderboard.png`` and ``leaderboard_cost.png`` in benchmarks/results/classic/, and the
-README's block between ``<!-- leaderboard:start -->`` and ``<!-- leaderboard:end -->``.
+block between ``<!-- leaderboard:start -->`` and ``<!-- leaderboard:end -->`` of the docs page
+docs/results/leaderboard.md (the script kept its name from when that block was in README.md).
 
 The records: ``episodes.jsonl`` and ``exact.jsonl`` (made by benchmarks/classic_leaderboard.sh),
 ``sb3_models.json`` (SB3 training budgets and wall times) and, for the policies RL trained from
 scratch, their records in benchmarks/results/rl/ (env steps, wall time, command). Nothing is
 played or trained here; it takes a few seconds.
 
-    python benchmarks/leaderboard_readme.py            # rewrite the files and the README block
+    python benchmarks/leaderboard_readme.py            # rewrite the files and the docs block
     python benchmarks/leaderboard_readme.py --check    # exit 1 if either is out of date
 """
 
@@ -31,7 +32,8 @@ from llmgym.bench.suites import SUITES
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = Path("benchmarks/results/classic")
-README = Path("README.md")
+#: The page that holds the leaderboard block (README.md until the docs site).
+README = Path("docs/results/leaderboard.md")
 #: The leaderboard's agents, in its order (other agents recorded there follow them).
 AGENTS = [
     "random",
@@ -56,7 +58,7 @@ START, END = "<!-- leaderboard:start -->", "<!-- leaderboard:end -->"
 
 
 def readme_block(stats: Sequence[CellStats]) -> str:
-    """The README's leaderboard block, markers included."""
+    """The docs page's leaderboard block, markers included."""
     made_by = (
         "<!-- made by `python benchmarks/leaderboard_readme.py` from benchmarks/results/classic/"
         " and benchmarks/results/rl/: edit those, not this block -->"
@@ -81,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", type=Path, help=f"the bench output folder (default {OUTPUT})")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
-    parser.add_argument("--no-readme", action="store_true", help="leave README.md as it is")
+    parser.add_argument("--no-readme", action="store_true", help=f"leave {README} as it is")
     parser.add_argument("--no-charts", action="store_true", help="skip the two PNG charts")
     args = parser.parse_args(argv)
     output = args.output.resolve() if args.output else OUTPUT

@@ -582,7 +582,7 @@ COMMAND_KINDS: list[tuple[str, Callable[[list[str]], object], Callable[..., None
 XFAIL: dict[str, str] = {
     "experiments/prefix_cache.py": "ignores --help and runs the experiment (smollm2-135m), which "
     "then fails: `policy.stats = ...` but LLMPolicy.stats is a read-only property (the counters "
-    "live on the backend); docs/policy.md cites `python experiments/prefix_cache.py`",
+    "live on the backend); docs/results/throughput.md cites `python experiments/prefix_cache.py`",
     "experiments/sb3_attempts.sh": "no --help: takes it for an attempt name ('unknown attempt "
     "--help', exit 2)",
     "experiments/screen_table.py": "no --help: takes it for the screen folder ('No metrics in "
@@ -623,11 +623,17 @@ class Exec:
 IMPORT_GYM = "import gymnasium as gym, llmgym\n"  # blocks that continue the one above them
 TINY = "from llmgym.policy.testing import tiny_model\n"
 TINY_MODEL = (("load_model()", "tiny_model()"),)  # the default smollm2-135m -> tiny
+OPENENV_PORT = (("8000", "18734"),)  # a server on a port the docs' readers are not using
 
 EXECUTED = [
     Exec("README.md", "random.choice("),
     Exec("README.md", "policy.act(obs, infos)", TINY_MODEL, TINY),
     Exec("docs/baselines.md", "make_baseline("),
+    Exec("docs/envs.md", "random.choice("),
+    Exec("docs/envs.md", "gym.make_vec("),
+    Exec("docs/envs.md", "class Thermostat("),
+    Exec("docs/integrations.md", "GRPOTrainer(", TINY_MODEL, TINY),  # two GRPO steps, ~15 s
+    Exec("docs/integrations.md", "create_server_app(", OPENENV_PORT),
     Exec("docs/language_envs.md", "Text-TextWorld-Simple-v0"),
     Exec("docs/language_envs.md", "Text-GSM-v0", prelude=IMPORT_GYM),
     Exec("docs/language_envs.md", "Text-BabyAI-GoToLocal-v0", prelude=IMPORT_GYM),

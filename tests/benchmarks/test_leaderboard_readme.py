@@ -1,4 +1,4 @@
-"""The README's classic leaderboard and ``leaderboard.md`` are what
+"""The docs' classic leaderboard (docs/results/leaderboard.md) and ``leaderboard.md`` are what
 ``benchmarks/leaderboard_readme.py`` makes from the committed records (so neither can drift),
 and the trained LLM rows carry their training records' env steps and wall time."""
 
@@ -33,11 +33,11 @@ def stats(script, monkeypatch):
     return leaderboard_stats(script.OUTPUT, SUITES["classic"], script.AGENTS)
 
 
-def test_readme_block_is_the_scripts_output(script, stats):
-    readme = (ROOT / "README.md").read_text()
+def test_docs_block_is_the_scripts_output(script, stats):
+    readme = (ROOT / script.README).read_text()
     start, end = readme.index(script.START), readme.index(script.END) + len(script.END)
     assert readme[start:end] == script.readme_block(stats), (
-        "README leaderboard is stale: run python benchmarks/leaderboard_readme.py"
+        f"{script.README} leaderboard is stale: run python benchmarks/leaderboard_readme.py"
     )
 
 

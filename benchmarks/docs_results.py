@@ -1,0 +1,330 @@
+"""The results tables of README.md and the documentation site, made from the committed records.
+
+Each table lives in a Markdown file between ``<!-- results:NAME:start -->`` and
+``<!-- results:NAME:end -->``; this script rewrites every such block in README.md and docs/
+from the records below, so no page can drift from them. Nothing is played or trained here; it
+takes a second. ``make docs`` runs ``--check`` before it builds the site, and
+tests/benchmarks/test_docs_results.py does too.
+
+    python benchmarks/docs_results.py            # rewrite the blocks
+    python benchmarks/docs_results.py --check    # exit 1 if a block is out of date
+
+The blocks (NAME: what it shows, from which records):
+
+    headline             each RL-from-scratch goal: its seeds, start and final values, the
+                         random and expert players on the same seeds (results/rl/*.json)
+    rl-runs              every RL run, one row each (results/rl/*.json, as rl_table.py prints)
+    sample-efficiency    env steps to each target, LLM against SB3 (sample_efficiency.json)
+    acting-throughput    env steps/s of three ways of acting (throughput.json)
+    training-throughput  whole PPO iterations per env step (train_throughput*.json)
+
+The leaderboard has its own script, benchmarks/leaderboard_readme.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+RL = RESULTS / "rl"
+PAGES = ["README.md", "docs/**/*.md"]
+BLOCK = re.compile(
+    r"<!-- results:(?P<name>[\w-]+):start -->\n.*?<!-- results:(?P=name):end -->", re.S
+)
+
+
+def _rl_table() -> object:
+    path = Path(__file__).with_name("rl_table.py")
+    spec = importlib.util.spec_from_file_location("rl_table", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def records(prefix: str = "") -> dict[str, dict]:
+    """The RL records whose name starts with ``prefix``, by name, in name order."""
+    return {
+        path.stem: json.loads(path.read_text())
+        for path in sorted(RL.glob(f"{prefix}*.json"))
+        if not path.name.endswith(".checkpoints.json")
+    }
+
+
+# --------------------------------------------------------------------------- headline
+class Goal(NamedTuple):
+    """One RL-from-scratch goal: the runs of a recipe (``prefix`` + seed) and its test."""
+
+    task: str
+    prefix: str
+    goal: str
+    reached: Callable[[dict], bool]
+
+
+GOALS = [
+    Goal(
+        "Blackjack, PPO",
+        "blackjack-ppo-s",
+        "exact value >= -0.07 within 2,000 episodes",
+        lambda r: r["eval_value"] >= -0.07 and r["episodes"] <= 2000,
+    ),
+    Goal(
+        "Blackjack, GRPO",
+        "blackjack-grpo-s",
+        "the same",
+        lambda r: r["eval_value"] >= -0.07 and r["episodes"] <= 2000,
+    ),
+    Goal(
+        "Blackjack, SFT then GRPO",
+        "blackjack-sft-grpo-s",
+        "RL ends >= the SFT policy's value - 0.01",
+        lambda r: r["eval_value"] >= r["sft_value"] - 0.01,
+    ),
+    Goal(
+        "FrozenLake, not slippery",
+        "frozenlake-noslip-ppo-s",
+        "success 1.0 within 1,000 episodes",
+        lambda r: r["eval_value"] >= 1.0 - 1e-9 and r["episodes"] <= 1000,
+    ),
+    Goal(
+        "FrozenLake, slippery",
+        "frozenlake-slippery-ppo-t1g-s",
+        "exact success >= 0.70 within 30,000 env steps",
+        lambda r: r["eval_value"] >= 0.70 and r["env_steps"] <= 30000,
+    ),
+    Goal(
+        "CartPole",
+        "cartpole-ppo-layer8g-s",
+        "greedy mean >= 195 over 20 episodes within 20,000 env steps",
+        lambda r: r["eval_value"] >= 195 and r["env_steps"] <= 20000,
+    ),
+    Goal(
+        "Arithmetic, generate mode",
+        "arithmetic-reinforce-s",
+        "held-out accuracy >= zero-shot + 0.10",
+        lambda r: r["eval_value"] >= r["start_value"] + 0.10,
+    ),
+]
+
+LEARNS = {
+    "head": "a head on the frozen LM",
+    "lm": "the LM (LoRA)",
+}
+
+
+def value(record: dict, key: str = "eval_value") -> str:
+    """A record's value as the pages print it: exact to 4 decimals, sampled with its CI.
+
+    Example:
+        >>> value({"eval_method": "exact", "eval_value": -0.068623})
+        '-0.0686'
+        >>> value({"eval_method": "sampled", "eval_value": 295.75, "eval_ci95": 57.703})
+        '295.75 ± 57.70'
+        >>> value({"eval_method": "sampled", "eval_value": 0.354, "eval_ci95": 0.042})
+        '0.354 ± 0.042'
+    """
+    v = record[key]
+    if record["eval_method"] == "exact":
+        return f"{v:.4f}"
+    digits = 2 if abs(v) >= 1 else 3
+    text = f"{v:.{digits}f}"
+    return text + (f" ± {record['eval_ci95']:.{digits}f}" if key == "eval_value" else "")
+
+
+def same_seeds(record: dict) -> str:
+    """The random and expert players on the record's evaluation seeds, or its start value."""
+    base = record.get("baselines_same_seeds") or {}
+    parts = [f"{who} {base[who]['mean_return']:g}" for who in ("random", "expert") if who in base]
+    if parts:
+        episodes = base.get("expert", base.get("random", {})).get("episodes")
+        return ", ".join(parts) + (f" ({episodes:,} episodes)" if episodes else "")
+    return f"zero-shot {value(record, 'start_value')} on the same held-out set"
+
+
+def headline() -> str:
+    lines = [
+        "| task | what learns | zero-shot -> after RL, per seed | goal | reached "
+        "| same seeds: random, expert |",
+        "|---|---|---|---|---|---|",
+    ]
+    for goal in GOALS:
+        runs = records(goal.prefix)
+        if not runs:
+            raise SystemExit(f"no records benchmarks/results/rl/{goal.prefix}*.json")
+        first = next(iter(runs.values()))
+        start = value(first, "start_value")
+        if first.get("sft_value") is not None:
+            start += f" (SFT {first['sft_value']:.4f})"
+        finals = ", ".join(value(r) for r in runs.values())
+        method = " (exact)" if first["eval_method"] == "exact" else ""
+        hit = sum(goal.reached(r) for r in runs.values())
+        names = f"`{goal.prefix}*`"
+        lines.append(
+            f"| {goal.task} ({names}) | {LEARNS[first['policy']]} | {start} -> {finals}{method} "
+            f"| {goal.goal} | **{hit} of {len(runs)}** | {same_seeds(first)} |"
+        )
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- the other blocks
+def rl_runs() -> str:
+    table = _rl_table()
+    lines = [
+        "| env | algo | SFT | training | start -> final (greedy) | evaluation | record |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    return "\n".join(lines + [table.row(name, r) for name, r in records().items()])
+
+
+def _env_label(env_id: str, kwargs: dict) -> str:
+    extra = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+    return env_id + (f" ({extra})" if extra else "")
+
+
+def sample_efficiency() -> str:
+    data = json.loads((RESULTS / "sample_efficiency.json").read_text())
+    curves = data["curves"]
+    agents = sorted({c["agent"] for c in curves}, key=lambda a: (not a.startswith("llm"), a))
+    header = {"llm-ppo": "llm-ppo (head, frozen LM)"}
+    lines = [
+        "| env | target | " + " | ".join(header.get(a, a) for a in agents) + " |",
+        "|---|---|" + "---|" * len(agents),
+    ]
+    for env_id, setting in data["settings"].items():
+        target = setting["target"]
+        cells = []
+        for agent in agents:
+            parts = []
+            for c in (c for c in curves if c["env_id"] == env_id and c["agent"] == agent):
+                steps, values = c["env_steps"], c["values"]
+                hits = [i for i, v in enumerate(values) if v >= target]
+                if not hits:
+                    parts.append(f">{steps[-1]:,} ({values[-1]:.3g})")
+                    continue
+                stay = next(
+                    (i for i in range(len(values)) if all(v >= target for v in values[i:])), None
+                )
+                parts.append(f"{steps[hits[0]]:,}/{'-' if stay is None else f'{steps[stay]:,}'}")
+            cells.append(", ".join(parts) or "-")
+        label = _env_label(env_id, setting["env_kwargs"])
+        lines.append(f"| {label} | {target:g} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def acting_throughput() -> str:
+    data = json.loads((RESULTS / "throughput.json").read_text())
+    lines = [
+        "| way of acting | env-steps/s | tokens/step | GFLOP/s | of GEMM peak | peak RSS |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in data["results"].values():
+        lines.append(
+            f"| {r['label']} | {r['env_steps_per_s']:.2f} | {r['tokens_per_step']:.0f} "
+            f"| {r['model_gflop_per_s']:.1f} | {r['flop_ceiling_fraction']:.0%} "
+            f"| {r['peak_rss_mb'] / 1000:.2f} GB |"
+        )
+    res = data["results"]
+    seq = res["sequential"]["env_steps_per_s"]
+    lines += [
+        "",
+        f"Score vs sequential: **{res['score']['env_steps_per_s'] / seq:.1f}x**; batched generate "
+        f"vs sequential: **{res['generate']['env_steps_per_s'] / seq:.1f}x**. Machine: "
+        f"{data['machine']}; fp32 GEMM peak measured in the same run "
+        f"{data['gemm_peak_gflop_per_s']:.0f} GFLOP/s.",
+    ]
+    return "\n".join(lines)
+
+
+def training_throughput() -> str:
+    out = []
+    for name in ("train_throughput.json", "train_throughput_layer8.json"):
+        data = json.loads((RESULTS / name).read_text())
+        out += [
+            f"`benchmarks/results/{name}`: {data['machine']}; fp32 GEMM peak "
+            f"{data['gemm_peak_gflop_per_s']:.0f} GFLOP/s in the same run.",
+            "",
+            data["table"],
+            "",
+        ]
+    return "\n".join(out).rstrip()
+
+
+MAKERS: dict[str, Callable[[], str]] = {
+    "headline": headline,
+    "rl-runs": rl_runs,
+    "sample-efficiency": sample_efficiency,
+    "acting-throughput": acting_throughput,
+    "training-throughput": training_throughput,
+}
+
+
+def block(name: str) -> str:
+    made_by = (
+        "<!-- made by `python benchmarks/docs_results.py` from benchmarks/results/: "
+        "edit those, not this block -->"
+    )
+    return (
+        f"<!-- results:{name}:start -->\n{made_by}\n\n{MAKERS[name]()}\n\n"
+        f"<!-- results:{name}:end -->"
+    )
+
+
+def render(text: str, path: str = "<text>") -> str:
+    """``text`` with every results block made anew.
+
+    Example:
+        >>> render("a\\n<!-- results:nope:start -->\\nold\\n<!-- results:nope:end -->\\n")
+        ... # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        SystemExit: <text>: no results block named 'nope'; have headline, rl-runs, ...
+    """
+
+    def make(m: re.Match) -> str:
+        if m.group("name") not in MAKERS:
+            raise SystemExit(
+                f"{path}: no results block named {m.group('name')!r}; have {', '.join(MAKERS)}"
+            )
+        return block(m.group("name"))
+
+    return BLOCK.sub(make, text)
+
+
+def pages() -> list[Path]:
+    return sorted({p for pattern in PAGES for p in ROOT.glob(pattern)})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n\n".join(__doc__.split("\n\n")[1:]),
+    )
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
+    args = parser.parse_args(argv)
+    stale, found = [], 0
+    for path in pages():
+        text = path.read_text()
+        found += len(BLOCK.findall(text))
+        new = render(text, str(path.relative_to(ROOT)))
+        if new != text:
+            stale.append(path.relative_to(ROOT))
+            if not args.check:
+                path.write_text(new)
+    if args.check:
+        for path in stale:
+            print(f"{path} is out of date: run python benchmarks/docs_results.py")
+        return 1 if stale else 0
+    print(f"{found} blocks; rewrote {', '.join(map(str, stale)) or 'nothing: up to date'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
