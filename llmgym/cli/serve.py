@@ -2,8 +2,9 @@
 
 Clients (OpenEnv's ``EnvClient``, TRL/Unsloth/verifiers through OpenEnv) connect over
 WebSocket (``/ws``); each connection gets its own env, at most ``--max-sessions`` at once.
-Requests are bounded (1 MiB WebSocket messages, 64 KiB HTTP headers and bodies in flight,
-a cap on open connections); ``--stop-after`` makes the server stop itself (tests, CI).
+Requests are bounded (1 MiB HTTP bodies and WebSocket messages alike, 64 KiB HTTP headers,
+a cap on open connections); HTTP is stateless (each request gets a fresh env: ``/step``
+answers 409, step in a WebSocket session); ``--stop-after`` makes the server stop itself.
 
 Example:
     >>> import typer
@@ -24,8 +25,7 @@ import typer
 
 from llmgym.cli.checks import fail
 
-MAX_MESSAGE_BYTES = 1 << 20
-MAX_HTTP_BYTES = 1 << 16
+MAX_HTTP_BYTES = 1 << 16  # headers; bodies and WebSocket messages: openenv.MAX_BODY_BYTES
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -56,7 +56,7 @@ def serve_command(
     try:
         import uvicorn
 
-        from llmgym.integrations.openenv import create_server_app
+        from llmgym.integrations.openenv import MAX_BODY_BYTES, create_server_app
     except ImportError as error:
         raise fail(
             f"llmgym serve needs the openenv extra ({error.name} is missing): "
@@ -73,7 +73,7 @@ def serve_command(
         host=host,
         port=bound_port,
         log_level="warning",
-        ws_max_size=MAX_MESSAGE_BYTES,
+        ws_max_size=MAX_BODY_BYTES,
         h11_max_incomplete_event_size=MAX_HTTP_BYTES,
         limit_concurrency=4 * max_sessions + 16,
         timeout_keep_alive=5,

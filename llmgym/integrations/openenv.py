@@ -8,6 +8,13 @@ through OpenEnv's ``create_app`` (one env per WebSocket session, at most ``max_s
 once); ``llmgym serve ENV_ID`` runs that app. ``TextEnvClient`` is OpenEnv's ``EnvClient`` typed
 for it.
 
+As OpenEnv's own ``create_app``, HTTP is stateless: each ``/reset`` and ``/step`` request gets
+a fresh env, so ``/step`` answers 409 with the reason (reset and step in one WebSocket
+session on ``/ws``). A bad request gets a 4xx with a one-sentence ``detail``, never a 500; a
+body (HTTP) or message (WebSocket) above ``MAX_BODY_BYTES`` (1 MiB) is refused alike (413, or
+a WebSocket error and close code 1009); a WebSocket message that is not a JSON object with a
+``type`` gets an error naming the problem and the session goes on.
+
 Example:
     >>> env = text_environment_class("Text-Blackjack-v1")()
     >>> obs = env.reset(seed=0)
@@ -31,6 +38,33 @@ from pydantic import Field
 
 from llmgym.errors import ConfigError
 from llmgym.integrations import make_text_env
+from llmgym.integrations.openenv_guard import EpisodeNotStarted, RequestError, guard
+
+#: The largest HTTP body or WebSocket message the server takes (1 MiB).
+MAX_BODY_BYTES = 1 << 20
+#: Why HTTP ``/step`` cannot follow ``/reset``, as a 409's detail.
+STATELESS_HTTP = (
+    "HTTP is stateless: every /step request gets a fresh env that was never reset, so it "
+    "cannot step; reset and step in one WebSocket session (/ws, e.g. with TextEnvClient)."
+)
+
+
+def check_seed(seed: Any) -> int | None:
+    """``seed`` as ``env.reset`` takes it: None or a whole number from 0.
+
+    Example:
+        >>> check_seed(3), check_seed(None)
+        (3, None)
+        >>> check_seed(float("nan"))
+        Traceback (most recent call last):
+        ...
+        llmgym.integrations.openenv_guard.RequestError: seed must be a whole number from 0 or null, not nan.
+    """  # noqa: E501
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise RequestError(f"seed must be a whole number from 0 or null, not {seed!r:.40}.")
+    return seed
 
 
 class TextAction(Action):
@@ -86,6 +120,9 @@ class TextEnvironment(Environment):
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> TextObservation:
         """Start an episode, seeded like ``env.reset(seed=seed)``."""
+        seed = check_seed(seed)
+        if episode_id is not None and not isinstance(episode_id, str):
+            raise RequestError(f"episode_id must be a string or null, not {episode_id!r:.40}.")
         obs, info = self._env.reset(seed=seed)
         self._state = TextState(
             episode_id=episode_id or str(uuid.uuid4()), env_id=self.env_id, seed=seed
@@ -96,7 +133,9 @@ class TextEnvironment(Environment):
     def step(self, action: TextAction, timeout_s: float | None = None, **kwargs: Any) -> Any:
         """Step the env with the action text, exactly as ``env.step(action.text)``."""
         if self._done:
-            raise ValueError("The episode is over (or not started); send a reset first.")
+            raise EpisodeNotStarted("The episode is over (or not started); send a reset first.")
+        if not isinstance(getattr(action, "text", None), str):
+            raise RequestError('A step needs data {"text": "<the answer>"} with a string text.')
         obs, reward, terminated, truncated, info = self._env.step(action.text)
         self._done = bool(terminated or truncated)
         self._state.step_count += 1
@@ -160,13 +199,14 @@ def create_server_app(env_id: str, max_sessions: int = 4, **make_kwargs: Any) ->
 
     if max_sessions < 1:
         raise ConfigError(f"max_sessions must be 1 or more, not {max_sessions}.")
-    return create_app(
+    app = create_app(
         text_environment_class(env_id, **make_kwargs),
         TextAction,
         TextObservation,
         env_name=env_id,
         max_concurrent_envs=max_sessions,
     )
+    return guard(app, MAX_BODY_BYTES, STATELESS_HTTP)
 
 
 class TextEnvClient(EnvClient[TextAction, TextObservation, TextState]):
@@ -194,11 +234,15 @@ class TextEnvClient(EnvClient[TextAction, TextObservation, TextState]):
 
 
 __all__ = [
+    "MAX_BODY_BYTES",
+    "EpisodeNotStarted",
+    "RequestError",
     "TextAction",
     "TextEnvClient",
     "TextEnvironment",
     "TextObservation",
     "TextState",
+    "check_seed",
     "create_server_app",
     "text_environment_class",
 ]
