@@ -54,6 +54,11 @@ class VLLMError(LLMGymError, ValueError):
     """The vLLM server cannot be reached or refused a request (one sentence saying what to do)."""
 
 
+class OutputError(LLMGymError, OSError):
+    """A file or directory that cannot be written (a full disk, a read-only target); nothing
+    partial is left behind (``llmgym.files``)."""
+
+
 class RayBenchError(LLMGymError, RuntimeError):
     """A Ray task failed for good (its worker died on every retry)."""
 
@@ -66,6 +71,7 @@ __all__ = [
     "InvalidActionError",
     "LLMGymError",
     "ModelNotFoundError",
+    "OutputError",
     "RayBenchError",
     "TrainingError",
     "VLLMError",

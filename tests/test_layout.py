@@ -18,6 +18,7 @@ PACKAGE = ROOT / "llmgym"
 #: Rooms from the bottom up: a room may import its own modules and rooms of a lower rank.
 RANKS = {
     "errors": 0,
+    "files": 1,
     "parsing": 1,
     "describers": 1,
     "wrappers": 2,

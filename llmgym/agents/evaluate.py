@@ -29,6 +29,7 @@ from llmgym.baselines.base import TextAgent
 from llmgym.envs.registration import make_eval_env
 from llmgym.errors import ConfigError
 from llmgym.evaluation.evaluator import evaluate as evaluate_episodes
+from llmgym.files import write_text
 from llmgym.rollout import Episode, check_count
 
 MODES = ("score", "generate")
@@ -122,9 +123,9 @@ def _make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
 
 
 def _write(result: dict[str, Any], output: str | Path | None) -> None:
+    """``result`` as JSON in ``output``, all-or-nothing (``OutputError`` if it cannot be)."""
     if output is not None:
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        Path(output).write_text(json.dumps(result, indent=2) + "\n")
+        write_text(output, json.dumps(result, indent=2) + "\n")
 
 
 def evaluate_exact(

@@ -38,6 +38,7 @@ from llmgym.baselines.base import BaselineAgent
 from llmgym.baselines.sb3_recipes import RECIPES, SB3Config
 from llmgym.envs.registration import base_env_id, make_eval_env
 from llmgym.errors import AgentError
+from llmgym.files import atomic_path, write_text
 from llmgym.rollout import MAX_TIMESTEPS
 
 ALGOS = ("ppo", "dqn", "a2c")
@@ -154,8 +155,6 @@ def train(
     if normalizer is not None:
         state[OBS_MEAN] = torch.as_tensor(normalizer.obs_rms.mean, dtype=torch.float64)
         state[OBS_VAR] = torch.as_tensor(normalizer.obs_rms.var, dtype=torch.float64)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # processes may race on one model
-    save_file(state, str(tmp), metadata={"format": CACHE_FORMAT})
     record = {
         "format": CACHE_FORMAT,
         "env_id": base_id,
@@ -169,8 +168,11 @@ def train(
     }
     if normalizer is not None:
         record["vec_normalize"] = {"clip_obs": normalizer.clip_obs, "epsilon": normalizer.epsilon}
-    path.with_suffix(".json").write_text(json.dumps(record, indent=2, default=str) + "\n")
-    os.replace(tmp, path)  # the weights appear last: a present file has its recipe
+    # processes may race on one model: each writes its own temporary; the weights appear
+    # last, so a present file has its recipe (OutputError on a full disk, nothing left)
+    with atomic_path(path) as tmp:
+        save_file(state, str(tmp), metadata={"format": CACHE_FORMAT})
+        write_text(path.with_suffix(".json"), json.dumps(record, indent=2, default=str) + "\n")
     return path
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from llmgym.bench.costs import TrainingCost, training_cost
 from llmgym.envs.catalog import text_id
+from llmgym.files import write_figure, write_text
 
 #: Published (random, best known) returns for when a run lacks random or reference rows (see
 #: the project's REFERENCE.md), keyed by the catalog's text ids.
@@ -269,8 +270,17 @@ def plot(stats: Sequence[CellStats], path: Path) -> None:
     ax.set_ylim(bottom=min(-0.25, ax.get_ylim()[0]))
     ax.legend(fontsize="small", ncol=min(len(agents), 5))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
+
+
+def _save(fig: Any, path: Path) -> None:
+    """``fig`` as a PNG at ``path``, all-or-nothing; the figure is closed either way."""
+    import matplotlib.pyplot as plt
+
+    try:
+        write_figure(fig, path, dpi=120, format="png")
+    finally:
+        plt.close(fig)
 
 
 def plot_cost(stats: Sequence[CellStats], path: Path) -> None:
@@ -304,8 +314,7 @@ def plot_cost(stats: Sequence[CellStats], path: Path) -> None:
     ax.set_title("Normalized score against the training it cost")
     ax.legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
 NOTES = """
@@ -361,10 +370,11 @@ def write_report(
     chart: bool = True,
 ) -> list[CellStats]:
     """Write ``leaderboard.md`` (and ``leaderboard.png``, ``leaderboard_cost.png``) under
-    ``output`` from ``leaderboard_stats(output, env_ids, agents)``."""
+    ``output`` from ``leaderboard_stats(output, env_ids, agents)``, each all-or-nothing
+    (``OutputError`` when one cannot be written)."""
     output = Path(output)
     stats = leaderboard_stats(output, env_ids, agents)
-    (output / "leaderboard.md").write_text(report_text(stats, command))
+    write_text(output / "leaderboard.md", report_text(stats, command))
     if chart and stats:
         plot(stats, output / "leaderboard.png")
         plot_cost(stats, output / "leaderboard_cost.png")

@@ -20,7 +20,7 @@ from typer.core import TyperCommand
 from llmgym.agents.registry import check_agent_name, split_agent_names
 from llmgym.cli.checks import check_cache, check_output_dir, fail
 from llmgym.envs.registration import base_env_id
-from llmgym.errors import AgentError, ConfigError, RayBenchError
+from llmgym.errors import AgentError, ConfigError, OutputError, RayBenchError
 from llmgym.rollout import MAX_TIMESTEPS, check_count
 
 
@@ -92,7 +92,7 @@ def register(app: typer.Typer) -> None:
             cached = path.exists() and not force
             start = time.perf_counter()
             sb3.train(base_id, algo, seed=seed, timesteps=timesteps, force=force)
-        except AgentError as err:
+        except (AgentError, OutputError) as err:
             raise fail(str(err)) from None
         except ModuleNotFoundError as err:
             raise _missing(err) from None
@@ -226,6 +226,9 @@ def register(app: typer.Typer) -> None:
         except KeyboardInterrupt:
             typer.echo(f"Interrupted: finished episodes are in {out}; rerun to resume.")
             raise typer.Exit(130) from None
-        stats = write_report(out, env_ids, names, command)
+        try:
+            stats = write_report(out, env_ids, names, command)
+        except OSError as err:  # OutputError: a full disk or a read-only folder
+            raise fail(str(err).splitlines()[0] if str(err) else type(err).__name__) from None
         typer.echo(markdown_table(stats))
         typer.echo(f"Wrote {out / 'leaderboard.md'} and {out / 'leaderboard.png'}")

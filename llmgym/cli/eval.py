@@ -23,7 +23,7 @@ from llmgym.cli.checks import (
     fail,
     key_values,
 )
-from llmgym.errors import AgentError
+from llmgym.errors import AgentError, OutputError
 
 
 def eval_command(
@@ -84,7 +84,7 @@ def eval_command(
             exact=exact,
             env_kwargs=env_kwargs,
         )
-    except AgentError as error:
+    except (AgentError, OutputError) as error:  # OutputError: --output cannot be written
         raise fail(str(error)) from None
     except ValueError as error:  # unknown env, mode, model (ModelNotFoundError), option values
         raise fail(str(error).splitlines()[0]) from None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from llmgym.errors import TrainingError
+from llmgym.files import WRITE_ERRORS, atomic_dir, output_error, write_text
 from llmgym.rl import checkpoints
 from llmgym.rl.logger import library_versions
 
@@ -60,7 +62,7 @@ class Checkpointing:
             "num_processes": self.processes.num,
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        (self.run_dir / "run.json").write_text(json.dumps(info, indent=2, default=str))
+        write_text(self.run_dir / "run.json", json.dumps(info, indent=2, default=str))
 
     def save_checkpoint(self) -> Path:
         """Adapter (safetensors) + extra modules + optimizer + RNG states + counters + config
@@ -72,10 +74,21 @@ class Checkpointing:
         return path
 
     def _write_checkpoint(self, path: Path) -> None:
+        """Write the checkpoint into ``iter_N.tmp`` and commit it; a write that fails (a full
+        disk: torch.save's "unexpected pos", a read-only folder) removes the temporary folder
+        and raises ``OutputError`` in one sentence."""
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            self._fill_checkpoint(tmp)
+            checkpoints.commit(tmp, path)  # rename-aside replacement, atomic `latest`
+        except WRITE_ERRORS as error:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise output_error(path, error) from None
+
+    def _fill_checkpoint(self, tmp: Path) -> None:
         torch = self.torch
         from safetensors.torch import save_file
 
-        tmp = path.with_name(path.name + ".tmp")
         self._save_weights(tmp, policy_only=False)
         if self.weights.ref_head is not None:
             save_file(_contiguous(self.weights.ref_head.state_dict()), str(tmp / REF_HEAD_FILE))
@@ -100,7 +113,6 @@ class Checkpointing:
             "np_rng": self.np_rng.bit_generator.state,
         }
         (tmp / "trainer_state.json").write_text(json.dumps(state | self.extra_state(), indent=2))
-        checkpoints.commit(tmp, path)  # rename-aside replacement, atomic `latest`
 
     def save_policy(self, path: str | Path) -> Path:
         """A small directory that restores the acting policy completely (the adapter, merged
@@ -108,9 +120,10 @@ class Checkpointing:
         :func:`~llmgym.rl.load_trained_policy` load it."""
         path = Path(path)
         if self.processes.is_main:
-            self._save_weights(path, policy_only=True)
-            state = self._state() | {"policy_only": True}
-            (path / "trainer_state.json").write_text(json.dumps(state, indent=2))
+            with atomic_dir(path) as tmp:  # whole or not at all (OutputError)
+                self._save_weights(tmp, policy_only=True)
+                state = self._state() | {"policy_only": True}
+                (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2))
         self.processes.wait()
         return path
 

@@ -38,6 +38,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from llmgym.files import write_text
+
 #: Written last into every checkpoint; a folder without a readable one is incomplete.
 STATE_FILE = "trainer_state.json"
 POINTER = "latest"
@@ -46,13 +48,8 @@ _ITER = re.compile(r"iter_(\d+)")
 
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that a reader sees the old or the new content, never
-    part of it."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    part of it (``llmgym.files.write_text``: ``OutputError`` on a full disk, nothing left)."""
+    write_text(path, text)
 
 
 def complete(path: Path) -> bool:

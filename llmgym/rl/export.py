@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from llmgym.errors import ExportError
+from llmgym.files import atomic_dir
 
 #: Written beside the weights: where they come from and how to act with them.
 INFO_FILE = "llmgym_export.json"
@@ -38,6 +39,8 @@ INFO_FILE = "llmgym_export.json"
 def export_run(run: str | Path, out: str | Path, *, merge: bool = False) -> Path:
     """Write run ``run`` (a ``llmgym train`` run directory, checkpoint or policy directory) to
     the new directory ``out``: a PEFT adapter, or with ``merge`` a merged model. Returns ``out``.
+    The files are written beside ``out`` and moved in once all are complete: a full disk or a
+    read-only folder raises ``OutputError`` and leaves no partial file.
     """
     from llmgym.rl import restore_trainer
     from llmgym.rl.adapters import write_adapter
@@ -53,20 +56,16 @@ def export_run(run: str | Path, out: str | Path, *, merge: bool = False) -> Path
             "scores, which no PEFT adapter or Hugging Face model can hold, so it is not "
             "exportable; train with `--set action_head=false` to get an exportable policy."
         )
-    if merge:
-        _write_merged(trainer, out)
-    elif not config.optim.train_backbone:
+    if not merge and not config.optim.train_backbone:
         raise ExportError(
             "The run did not train the language model, so there is no adapter to export; "
             "pass --merge to write the (unchanged) model."
         )
-    elif not config.lora.enabled:
+    if not merge and not config.lora.enabled:
         raise ExportError(
             "The run fine-tuned all weights, which no adapter can hold; pass --merge to write "
             "the whole model."
         )
-    else:
-        write_adapter(trainer, out)
     info = {
         "kind": "merged" if merge else "peft_adapter",
         "run": str(Path(run).resolve()),
@@ -77,7 +76,12 @@ def export_run(run: str | Path, out: str | Path, *, merge: bool = False) -> Path
         "env_id": config.run.env_id,
         "policy": _acting_fields(config.policy.acting()),
     }
-    (out / INFO_FILE).write_text(json.dumps(info, indent=2))
+    with atomic_dir(out) as tmp:  # all files or none (OutputError on a full disk)
+        if merge:
+            _write_merged(trainer, tmp)
+        else:
+            write_adapter(trainer, tmp)
+        (tmp / INFO_FILE).write_text(json.dumps(info, indent=2))
     return out
 
 

@@ -44,6 +44,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from llmgym.files import atomic_path, write_bytes
+
 JSONL = "metrics.jsonl"
 CSV = "metrics.csv"
 
@@ -236,24 +238,17 @@ def _after_last_newline(f: Any, end: int, chunk: int = 1 << 16) -> int:
 
 
 def _write_lines_atomic(path: Path, rows: list[dict[str, Any]]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write("".join(_json_line(r) for r in rows).encode())
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_bytes(path, "".join(_json_line(r) for r in rows).encode())
 
 
 def _write_csv_atomic(path: Path, rows: list[dict[str, Any]]) -> list[str]:
     columns: dict[str, None] = {}
     for row in rows:
         columns |= dict.fromkeys(row)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
+    with atomic_path(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=list(columns))
         writer.writeheader()
         writer.writerows(rows)
-    os.replace(tmp, path)
     return list(columns)
 
 

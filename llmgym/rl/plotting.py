@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from llmgym.errors import OutputError, TrainingError
+from llmgym.files import write_figure
 from llmgym.rl.logger import read_rows
 
 
@@ -25,8 +27,6 @@ def read_metrics(run_dir: str | Path) -> list[dict[str, float]]:
     """
     run_dir = Path(run_dir)
     if not (run_dir / "metrics.jsonl").exists() and not (run_dir / "metrics.csv").exists():
-        from llmgym.errors import TrainingError
-
         raise TrainingError(f"No metrics.csv in {run_dir}; pass the --output directory of a run.")
     rows = []
     for raw in read_rows(run_dir):
@@ -58,7 +58,9 @@ def plot_run(
     title: str | None = None,
 ) -> Path:
     """Write a 2x2 learning-curve PNG (default ``RUN_DIR/learning_curve.png``); ``references``
-    draws horizontal lines (e.g. ``{"random": -0.39, "optimal": -0.043}``)."""
+    draws horizontal lines (e.g. ``{"random": -0.39, "optimal": -0.043}``). A PNG that cannot
+    be written (a full disk, a read-only folder) raises ``TrainingError`` naming it, and leaves
+    no partial file."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -67,6 +69,10 @@ def plot_run(
     rows = read_metrics(run_dir)
     out = Path(out) if out else Path(run_dir) / "learning_curve.png"
     fig, axes = plt.subplots(2, 2, figsize=(11, 7), constrained_layout=True)
+    suffix = out.suffix.lstrip(".").lower()
+    if suffix and suffix not in fig.canvas.get_supported_filetypes():
+        plt.close(fig)
+        raise TrainingError(f"Cannot plot to {out}: no image format is called {suffix!r}; use png.")
     ax = axes[0, 0]
     x, y = _series(rows, "charts/episodic_return")
     if x:
@@ -113,9 +119,12 @@ def plot_run(
         ax.set_xlabel("env steps")
         ax.grid(alpha=0.3)
     fig.suptitle(title or str(run_dir))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    try:
+        write_figure(fig, out, dpi=110)  # all-or-nothing: no empty PNG on a full disk
+    except OutputError as error:  # a TrainingError, which `llmgym plot` prints as it is
+        raise TrainingError(str(error)) from None
+    finally:
+        plt.close(fig)
     return out
 
 

@@ -35,6 +35,7 @@ import gymnasium as gym
 
 from llmgym.errors import TrainingError
 from llmgym.evaluation.references import expert_for
+from llmgym.files import atomic_path
 from llmgym.rl.likelihood import evaluate_cached, sequence_mean_logprob
 from llmgym.rollout import play
 
@@ -102,8 +103,8 @@ def generate_demos(
 
 
 def save_demos(path: str | Path, demos: Sequence[Demo]) -> None:
-    """Write demos as chat-format JSONL (see the module docstring)."""
-    with Path(path).open("w") as f:
+    """Write demos as chat-format JSONL (see the module docstring), all-or-nothing."""
+    with atomic_path(path) as tmp, tmp.open("w") as f:
         for d in demos:
             messages = [
                 {"role": "system", "content": d.system_prompt},
