@@ -93,7 +93,11 @@ def restore_trainer(checkpoint: str, device: str = "auto") -> Any:
 
     path = Path(checkpoint)
     if (path / "checkpoints").is_dir():
-        path = checkpoints.latest(path / "checkpoints") or path
+        found = checkpoints.latest(path / "checkpoints")
+        if found is not None:
+            checkpoints.check_contained(found, root=path)
+        path = found or path
+    checkpoints.check_contained(path)  # no weights or config linked in from elsewhere
     whole = checkpoints.complete(path) or _is_policy_dir(path)
     if not whole or not (path / "config.json").is_file():
         raise TrainingError(

@@ -117,8 +117,10 @@ class Checkpointing:
     def save_policy(self, path: str | Path) -> Path:
         """A small directory that restores the acting policy completely (the adapter, merged
         adapters, the action head; no optimizer, RNG or critic): ``llm:MODEL@PATH`` and
-        :func:`~llmgym.rl.load_trained_policy` load it."""
+        :func:`~llmgym.rl.load_trained_policy` load it. Refused (``check_trained``) when every
+        update of the run was skipped."""
         path = Path(path)
+        self.check_trained()
         if self.processes.is_main:
             with atomic_dir(path) as tmp:  # whole or not at all (OutputError)
                 self._save_weights(tmp, policy_only=True)
@@ -126,6 +128,21 @@ class Checkpointing:
                 (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2))
         self.processes.wait()
         return path
+
+    def check_trained(self) -> None:
+        """Raise ``TrainingError`` when this session attempted updates and skipped every step
+        (a non-finite loss or gradient each time: the optimizer never stepped): the policy is
+        the one the session started from, and saving it as the trained one would make a run
+        that trained nothing look like a success."""
+        skipped = self.skipped_updates - getattr(self, "_skipped_at_load", 0)
+        stepped = getattr(self.optimizer, "steps", 1) or self.weights.merged_adapters  # a
+        # reference refresh merges what was trained and restarts the optimizer
+        if skipped > 0 and not stepped:
+            raise TrainingError(
+                f"All {skipped} update steps of this run were skipped (a non-finite loss or "
+                "gradient each time), so nothing was trained; scale the rewards down (PPO: "
+                "--set value_norm=true) and train again."
+            )
 
     def _state(self) -> dict[str, Any]:
         return {
@@ -192,6 +209,7 @@ class Checkpointing:
                 f"No checkpoint to resume in {self.run_dir}; drop --resume or point --output at "
                 "an earlier run directory."
             )
+        checkpoints.check_contained(ckpt, root=None if path else self.run_dir)
         try:
             self._load_checkpoint(ckpt)
             self._seed_sampling()
@@ -276,7 +294,7 @@ class Checkpointing:
         self.env_steps = state["env_steps"]
         self.episodes_done = state["episodes_done"]
         self.seeds_used = state["seeds_used"]
-        self.skipped_updates = state["skipped_updates"]
+        self.skipped_updates = self._skipped_at_load = state["skipped_updates"]
         self.ent_boost = state.get("ent_boost", 0.0)
         self.features_frozen = state.get("features_frozen", False)
         if "np_rng" in state:

@@ -38,6 +38,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from llmgym.errors import TrainingError
 from llmgym.files import write_text
 
 #: Written last into every checkpoint; a folder without a readable one is incomplete.
@@ -50,6 +51,39 @@ def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that a reader sees the old or the new content, never
     part of it (``llmgym.files.write_text``: ``OutputError`` on a full disk, nothing left)."""
     write_text(path, text)
+
+
+def check_contained(folder: Path, root: Path | None = None) -> None:
+    """Raise ``TrainingError`` unless what llmgym would load from the checkpoint or policy
+    folder ``folder`` lies inside it: no entry may be a symbolic link that leads out of the
+    folder (weights swapped in from elsewhere), and with ``root`` (the run directory it was
+    found in) the folder itself must lie inside ``root``.
+
+    Example:
+        >>> import tempfile
+        >>> folder, outside = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp())
+        >>> _ = (outside / "model.safetensors").write_text("x")
+        >>> (folder / "model.safetensors").symlink_to(outside / "model.safetensors")
+        >>> try:
+        ...     check_contained(folder)
+        ... except TrainingError as error:
+        ...     print("links outside its folder" in str(error))
+        True
+    """
+    real = folder.resolve()
+    if root is not None and not real.is_relative_to(root.resolve()):
+        raise TrainingError(
+            f"{folder} leads outside its run directory {root} (to {real}); llmgym loads only "
+            "checkpoints inside the run: copy it in."
+        )
+    if not folder.is_dir():
+        return
+    for entry in folder.iterdir():
+        if entry.is_symlink() and not entry.resolve().is_relative_to(real):
+            raise TrainingError(
+                f"{entry} links outside its folder (to {entry.resolve()}); llmgym loads only "
+                "files inside a checkpoint or policy directory: copy the file in."
+            )
 
 
 def complete(path: Path) -> bool:

@@ -33,6 +33,8 @@ class Optimizers:
 
     def __init__(self, optimizers: list[Any]) -> None:
         self.optimizers = optimizers
+        #: Steps taken since this object was made (a resume makes a new one).
+        self.steps = 0
 
     @property
     def param_groups(self) -> list[dict[str, Any]]:
@@ -45,6 +47,7 @@ class Optimizers:
     def step(self) -> None:
         for opt in self.optimizers:
             opt.step()
+        self.steps += 1
 
     def state_dict(self) -> dict[str, Any]:
         return {"optimizers": [opt.state_dict() for opt in self.optimizers]}

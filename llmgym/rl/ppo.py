@@ -30,9 +30,11 @@ Run it::
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
+from llmgym.errors import TrainingError
 from llmgym.rl.advantages import gae
 from llmgym.rl.batch import RolloutBatch
 from llmgym.rl.config import TrainConfig
@@ -40,6 +42,9 @@ from llmgym.rl.losses import clipped_surrogate, k3_kl, token_clipped_surrogate
 from llmgym.rl.mirror import check_mirror, mirrored_samples
 from llmgym.rl.trainer import Trainer
 from llmgym.rollout import Episode
+
+#: Returns from this magnitude up overflow float32 squares (the value loss, the gradient norm).
+OVERFLOW_RETURN = 1e18
 
 
 @dataclass
@@ -138,6 +143,25 @@ class PPOTrainer(Trainer):
             return 0.0, 1.0
         mean = total / weight
         return mean, max(squares / weight - mean**2, 1e-2) ** 0.5
+
+    def _refuse_overflow(self, metrics: dict[str, float], returns: list[float]) -> None:
+        """Raise ``TrainingError`` when every step of this update was skipped (no loss in
+        ``metrics``) on returns too large for float32 squares (above ``OVERFLOW_RETURN``, as
+        rewards of 1e30 give): every later update would be skipped too, and the run would end
+        having trained nothing."""
+        largest = max((abs(r) for r in returns if math.isfinite(r)), default=0.0)
+        if "losses/total" in metrics or largest < OVERFLOW_RETURN:
+            return
+        fix = (
+            "scale the rewards down"
+            if self.config.value_norm
+            else "scale the rewards down, or pass --set value_norm=true (the critic then learns "
+            "normalized returns)"
+        )
+        raise TrainingError(
+            f"Every PPO step of update {self.iteration + 1} was skipped: returns up to "
+            f"{largest:.3g} overflow the losses in float32, so nothing can be trained; {fix}."
+        )
 
     def renormalize(self, returns: list[float]) -> None:
         """Average a batch's returns (over every process) into the running statistics."""
@@ -267,6 +291,7 @@ class PPOTrainer(Trainer):
             return cfg.target_kl is not None and stats["losses/approx_kl"] > cfg.target_kl
 
         metrics = self.run_epochs(len(batch), loss_fn, cfg.update_epochs, stop=past_target)
+        self._refuse_overflow(metrics, ret_list)
         with torch.no_grad():  # over the acted samples
             var_y = returns[:n].var()
             residual = returns[:n] - old_values[:n]
