@@ -5,7 +5,9 @@ Every batch is left-padded into one forward pass. The prompt prefix that a batch
 system prompt) is encoded once, without gradient, and its KV cache kept across calls until the
 weights change (a parameter modified in place, adapters switched, train/eval mode); candidates
 are scored in one more pass that reuses the prompts' KV cache. ``hidden_states`` skips the
-candidates and stops the forward after the deepest layer asked for.
+candidates and stops the forward after the deepest layer asked for. Where LoRA trains only the
+top layers, scoring and completion log-probs run those layers alone over the kept output of the
+frozen ones (``trunk.py``, ``frozen.py``, ``fast.py``).
 
 Example:
     >>> import torch
@@ -25,10 +27,22 @@ from typing import Any
 import torch
 from transformers import DynamicCache
 
-from llmgym.policy.backends import Sampling
+from llmgym.policy.backends import Sampling, fast
+from llmgym.policy.backends.frozen import FrozenTrunk
+from llmgym.policy.backends.trunk import (
+    MIN_SHARED_PREFIX,
+    common_prefix,
+    decoder_layers,
+    left_pad,
+)
 
-MIN_SHARED_PREFIX = 8  # shorter shared prefixes are not worth a separate forward pass
-STATS = ("prompt_tokens", "cached_tokens", "generated_tokens", "decode_tokens")
+STATS = (
+    "prompt_tokens",
+    "cached_tokens",
+    "generated_tokens",
+    "decode_tokens",
+    "trunk_cached_tokens",
+)
 
 
 class TransformersBackend:
@@ -44,8 +58,12 @@ class TransformersBackend:
         self._prefix_ids: list[int] = []
         self._prefix_kv: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._prefix_key: tuple[Any, ...] | None = None
+        self._seen_key: tuple[Any, ...] | None = None
+        #: The frozen-trunk fast path (used where it applies, see ``trunk.py``).
+        self.trunk = FrozenTrunk(self)
         #: Prompt tokens run through the model, prompt tokens served from the prefix cache,
-        #: generated tokens kept, decode positions computed (batch x steps).
+        #: generated tokens kept, decode positions computed (batch x steps), tokens run
+        #: through the top layers alone over kept trunk states.
         self.stats = dict.fromkeys(STATS, 0)
 
     # ---- the interface -------------------------------------------------------------------
@@ -60,6 +78,9 @@ class TransformersBackend:
         layers: Sequence[int] = (-1,),
     ) -> tuple[torch.Tensor | None, list[list[torch.Tensor]]]:
         prompts = list(prompts)
+        if self._fast(prompts):
+            wanted = tuple(layers) if hidden else None
+            return fast.score(self, prompts, list(candidates), layers=wanted, shared=shared)
         if shared:
             with torch.no_grad():  # the prefix's KV as constants under the current weights
                 self._shared_prefix(prompts)
@@ -75,6 +96,8 @@ class TransformersBackend:
         ``layers`` need (``layers=(4,)``: the first 4 decoder layers), where its decoder layers
         can be found (else the whole model)."""
         prompts = list(prompts)
+        if self._fast(prompts):
+            return fast.score(self, prompts, None, layers=tuple(layers), shared=shared)[0]
         if shared:
             with torch.no_grad():  # the prefix's KV as in score, by the whole model
                 self._shared_prefix(prompts)
@@ -142,6 +165,8 @@ class TransformersBackend:
     def completion_logprobs(
         self, prompts: Sequence[list[int]], completions: Sequence[list[int]], temperature: float
     ) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
+        if all(completions) and self._fast(prompts):
+            return fast.completion_logprobs(self, prompts, completions, temperature)
         rows = [list(p) + list(c) for p, c in zip(prompts, completions)]
         ids, mask = left_pad(rows, self.pad_token_id, self.device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
@@ -172,10 +197,30 @@ class TransformersBackend:
         """The model is the policy's own: only the cached prefix (computed under the old
         weights) is dropped."""
         self._prefix_ids, self._prefix_kv, self._prefix_key = [], [], None
+        self._seen_key = None
+
+    def _fast(self, prompts: Sequence[list[int]]) -> bool:
+        """Whether the frozen-trunk fast path runs (noting new weights, as the plain path's
+        prefix cache does)."""
+        if not prompts or not self.trunk.active(prompts[0]):
+            return False
+        self._note_weights()
+        return True
+
+    def _note_weights(self) -> tuple[Any, ...]:
+        """The weights key; when it changed since last seen, the cached prefix is dropped and
+        ``on_new_weights`` called."""
+        key = self.weights_key()
+        if key != self._seen_key:
+            self.sync_weights()
+            self._seen_key = key
+            if self.on_new_weights is not None:
+                self.on_new_weights()
+        return key
 
     # ---- the prefix cache and the forward passes -------------------------------------------
 
-    def _weights_key(self) -> tuple[Any, ...]:
+    def weights_key(self) -> tuple[Any, ...]:
         """Changes whenever a parameter is modified in place or adapters are toggled."""
         versions = sum(p._version for p in self.model.parameters())
         adapters = tuple(
@@ -191,13 +236,9 @@ class TransformersBackend:
             return 0
         length = min(len(p) for p in prompts) - 1
         for p in prompts[1:]:
-            length = _common_prefix(prompts[0][:length], p)
-        key = self._weights_key()
-        if key != self._prefix_key:
-            self.sync_weights()
-            if self.on_new_weights is not None:
-                self.on_new_weights()
-        kept = _common_prefix(self._prefix_ids, prompts[0][:length])
+            length = common_prefix(prompts[0][:length], p)
+        key = self._note_weights()
+        kept = common_prefix(self._prefix_ids, prompts[0][:length])
         if length < MIN_SHARED_PREFIX:
             return 0
         kv = [(k[:, :, :kept], v[:, :, :kept]) for k, v in self._prefix_kv] if kept else []
@@ -258,9 +299,12 @@ class TransformersBackend:
         cache: DynamicCache,
         mask: torch.Tensor,
         candidates: list[list[list[int]]],
+        forward: Callable[..., Any] | None = None,
+        stat: str = "prompt_tokens",
     ) -> list[list[torch.Tensor]]:
         """Per env, per candidate: the log-probs of its tokens after the prompt, reusing the
-        prompt's KV cache (one extra pass over all candidates' tokens but the last)."""
+        prompt's KV cache (one extra pass over all candidates' tokens but the last, by
+        ``forward``, the model's by default; its tokens counted in ``stats[stat]``)."""
         first = torch.log_softmax(last_logits, dim=-1)
         rows = [(b, c) for b, cands in enumerate(candidates) for c in cands]
         width = max(len(c) for _, c in rows) - 1
@@ -278,7 +322,7 @@ class TransformersBackend:
             cand_mask[r, : len(c) - 1] = 1
         full_mask = torch.cat([mask[index], cand_mask.to(self.device)], dim=1)
         positions = mask[index].sum(-1, keepdim=True) + torch.arange(width, device=self.device)
-        logits = self.model(
+        logits = (forward or self.model)(
             input_ids=ids.to(self.device),
             attention_mask=full_mask,
             position_ids=positions,
@@ -286,7 +330,7 @@ class TransformersBackend:
             use_cache=True,
         ).logits.float()
         logp = torch.log_softmax(logits, dim=-1)
-        self.stats["prompt_tokens"] += int(cand_mask.sum())
+        self.stats[stat] += int(cand_mask.sum())
         for r, (b, c) in enumerate(rows):
             rest = logp[r, torch.arange(len(c) - 1), torch.tensor(c[1:], dtype=torch.long)]
             out[b].append(torch.cat([first[b, c[:1]], rest]))
@@ -295,15 +339,6 @@ class TransformersBackend:
 
 class _DeepEnough(Exception):
     """Stops a forward pass once ``hidden_states`` has what it asked for."""
-
-
-def decoder_layers(model: Any) -> torch.nn.ModuleList | None:
-    """The decoder layers of a Llama-style model (``model.model.layers``; also under peft),
-    or None where they are not found there."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    blocks = getattr(getattr(base, "model", None), "layers", None)
-    count = getattr(base.config, "num_hidden_layers", None)
-    return blocks if isinstance(blocks, torch.nn.ModuleList) and len(blocks) == count else None
 
 
 def stop_before(depth: int, layers: Sequence[int]) -> int | None:
@@ -319,29 +354,4 @@ def stop_before(depth: int, layers: Sequence[int]) -> int | None:
     return None if depth in wanted else max(wanted)
 
 
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
-
-
-def left_pad(rows: Sequence[Sequence[int]], pad: int, device: Any) -> tuple[torch.Tensor, ...]:
-    """(ids [B, S], mask [B, S]) with rows right-aligned.
-
-    Example:
-        >>> [t.tolist() for t in left_pad([[1, 2], [3]], 0, "cpu")]
-        [[[1, 2], [0, 3]], [[1, 1], [0, 1]]]
-    """
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, row in enumerate(rows):
-        if row:
-            ids[i, width - len(row) :] = torch.tensor(row)
-            mask[i, width - len(row) :] = 1
-    return ids.to(device), mask.to(device)
-
-
-__all__ = ["TransformersBackend", "left_pad"]
+__all__ = ["TransformersBackend", "decoder_layers", "left_pad", "stop_before"]
