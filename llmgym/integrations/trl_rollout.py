@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,9 +79,19 @@ class EpisodeRollout:
         self._policy: Any = None
         self._policy_key: tuple[Any, ...] | None = None
         #: Totals over all calls: episodes played, turns, turns whose env tokens were
-        #: re-encoded from text, episodes cut at ``max_turns``, answers the env parsed.
+        #: re-encoded from text, episodes cut at ``max_turns``, answers the env parsed, GRPO
+        #: groups (the episodes of one seed) and those whose returns were all equal.
         self.stats = dict.fromkeys(
-            ("episodes", "turns", "retokenized_turns", "cut_episodes", "parsed"), 0
+            (
+                "episodes",
+                "turns",
+                "retokenized_turns",
+                "cut_episodes",
+                "parsed",
+                "groups",
+                "flat_groups",
+            ),
+            0,
         )
 
     # ----------------------------------------------------------------------------- policy
@@ -161,6 +172,7 @@ class EpisodeRollout:
         for t in trajectories:
             t.env.close()
             self._close(policy, t)
+        self._check_spread([t.seed for t in trajectories], [sum(t.rewards) for t in trajectories])
         return {
             "prompt_ids": [t.prompt_ids for t in trajectories],
             "completion_ids": [t.completion_ids for t in trajectories],
@@ -170,6 +182,27 @@ class EpisodeRollout:
             "llmgym_seed": [t.seed for t in trajectories],
             "llmgym_actions": [list(t.actions) for t in trajectories],
         }
+
+    def _check_spread(self, seeds: Sequence[int], returns: Sequence[float]) -> None:
+        """Count the GRPO groups (episodes of one seed) and those whose returns are all equal,
+        which carry no learning signal; warn when a whole call has none with any spread."""
+        groups: dict[int, list[float]] = {}
+        for seed, ret in zip(seeds, returns):
+            groups.setdefault(seed, []).append(ret)
+        flat = sum(len(r) < 2 or max(r) == min(r) for r in groups.values())
+        self.stats["groups"] += len(groups)
+        self.stats["flat_groups"] += flat
+        if groups and flat == len(groups):
+            warnings.warn(
+                f"llmgym: every GRPO group of this step ({len(groups)} seed(s) x "
+                f"{len(seeds) // max(len(groups), 1)} episodes) has one return for all its "
+                "episodes: the step has no learning signal (loss 0). Sample more differently: "
+                "num_generations >= 8, temperature >= 1, several seeds per step "
+                "(per_device_train_batch_size = num_generations x seeds); see "
+                "docs/integrations.md, 'TRL'.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     def _append_turn(self, policy: Any, t: _Trajectory, sample: Any) -> None:
         """Add a turn's env tokens (the prompt beyond what the sequence holds) and answer."""

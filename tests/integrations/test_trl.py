@@ -278,3 +278,18 @@ def test_grpo_rollout_func_two_steps(tmp_path):
     means = [sum(r for _, _, r in played[i : i + 8]) / 8 for i in (0, 8)]
     assert logged_rewards(trainer) == pytest.approx(means)
     assert changed(model, before)
+
+
+def test_a_step_whose_groups_all_share_one_return_warns():
+    """A call where every group (the episodes of one seed) has a single return carries no
+    GRPO signal: it is counted and warned about; one group with spread is enough."""
+    rollout = rollout_func(ENV_ID)
+    with pytest.warns(RuntimeWarning, match="has no learning signal"):
+        rollout._check_spread([3, 3, 5, 5], [1.0, 1.0, -1.0, -1.0])
+    assert rollout.stats["groups"] == 2 and rollout.stats["flat_groups"] == 2
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rollout._check_spread([3, 3, 5, 5], [1.0, -1.0, -1.0, -1.0])
+    assert rollout.stats["groups"] == 4 and rollout.stats["flat_groups"] == 3
