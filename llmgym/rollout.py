@@ -37,6 +37,8 @@ from llmgym.errors import ConfigError
 #: may: larger counts are refused with one sentence (``check_count``), not queued.
 MAX_EPISODES = 10**9
 MAX_TIMESTEPS = 10**12
+#: The most envs played at once (``--num-envs``, ``--batch-size``): each holds its own state.
+MAX_ENVS = 4096
 
 #: ``act(observations, infos)`` -> one answer (text, or an object with ``.text``) per live env.
 Actor = Callable[[list[str], list[dict[str, Any]]], Sequence[Any]]
@@ -284,6 +286,7 @@ def _step(
 
 
 __all__ = [
+    "MAX_ENVS",
     "MAX_EPISODES",
     "MAX_TIMESTEPS",
     "Actor",

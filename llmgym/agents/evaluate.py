@@ -30,7 +30,7 @@ from llmgym.envs.registration import make_eval_env
 from llmgym.errors import ConfigError
 from llmgym.evaluation.evaluator import evaluate as evaluate_episodes
 from llmgym.files import write_text
-from llmgym.rollout import Episode, check_count
+from llmgym.rollout import MAX_ENVS, Episode, check_count
 
 MODES = ("score", "generate")
 
@@ -65,6 +65,7 @@ def evaluate(
     if episodes < 1 or num_envs < 1:
         raise ConfigError("episodes and num_envs must be at least 1.")
     check_count(episodes, "--episodes")
+    check_count(num_envs, "--num-envs", MAX_ENVS)
     # Chat history comes from the env (info["messages"]), so it follows each env's episodes.
     history = int(agent_options.pop("history", None) or 0)
     name = agent if isinstance(agent, str) else type(agent).__name__

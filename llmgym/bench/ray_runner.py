@@ -40,6 +40,7 @@ from llmgym.bench.runner import (
     wants_exact,
 )
 from llmgym.errors import RayBenchError
+from llmgym.rollout import MAX_ENVS, MAX_EPISODES, check_count
 
 #: Tasks submitted and not yet collected, at most: the rest are submitted as these finish, so
 #: the driver's memory does not grow with the episode count asked for.
@@ -147,6 +148,8 @@ def run_bench_ray(
 
     for name in agents:
         check_agent_name(name)
+    check_count(batch_size, "--batch-size", MAX_ENVS)
+    check_count(chunk_size or batch_size, "chunk_size", MAX_EPISODES)
     started = not ray.is_initialized()
     if started:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)

@@ -41,7 +41,7 @@ from llmgym.bench.suites import episodes_for
 from llmgym.envs.registration import make_eval_env
 from llmgym.errors import AgentError
 from llmgym.evaluation.evaluator import evaluate
-from llmgym.rollout import Episode, check_count
+from llmgym.rollout import MAX_ENVS, Episode, check_count
 
 try:
     import fcntl
@@ -374,6 +374,7 @@ def run_bench(
     """
     for name in agents:
         check_agent_name(name)
+    check_count(batch_size, "--batch-size", MAX_ENVS)
     with EpisodeLog(output, on_episode, keep_rows=keep_rows) as log:
         todo = pending_seeds(env_ids, agents, episodes, seed, log.done)
         for (env_id, agent_name), seeds in todo.items():

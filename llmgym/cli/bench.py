@@ -21,7 +21,7 @@ from llmgym.agents.registry import check_agent_name, split_agent_names
 from llmgym.cli.checks import check_cache, check_output_dir, fail
 from llmgym.envs.registration import base_env_id
 from llmgym.errors import AgentError, ConfigError, OutputError, RayBenchError
-from llmgym.rollout import MAX_TIMESTEPS, check_count
+from llmgym.rollout import MAX_ENVS, MAX_TIMESTEPS, check_count
 
 
 def _missing(err: ModuleNotFoundError) -> typer.Exit:
@@ -160,6 +160,7 @@ def register(app: typer.Typer) -> None:
         try:
             if episodes is not None:
                 check_count(episodes, "--episodes")
+            check_count(batch_size, "--batch-size", MAX_ENVS)
         except ConfigError as err:
             raise fail(str(err)) from None
         out = Path(output) if output else Path("benchmarks/results") / suite

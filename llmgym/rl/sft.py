@@ -96,7 +96,8 @@ def generate_demos(
         return [json.dumps({"action": name})]
 
     try:
-        play(act, [env], [5_000_000 + seed * 1000 + i for i in range(episodes)])
+        first = 5_000_000 + seed * 1000
+        play(act, [env], range(first, first + episodes), keep=False)
     finally:
         env.close()
     return demos

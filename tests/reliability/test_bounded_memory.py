@@ -35,6 +35,8 @@ class Stop(Exception):
         ["bench", "--envs", "Text-CartPole-v1", "--agents", "random", "--episodes", "1000000001"],
         ["eval", "Text-CartPole-v1", "--agent", "random", "--episodes", HUGE, "--no-progress"],
         ["play", "Text-CartPole-v1", "--episodes", HUGE],
+        ["eval", "Text-CartPole-v1", "--agent", "random", "--num-envs", HUGE, "--no-progress"],
+        ["bench", "--envs", "Text-CartPole-v1", "--agents", "random", "--batch-size", HUGE],
         ["baselines", "train", "CartPole-v1", "--timesteps", HUGE],
         ["baselines", "train", "CartPole-v1", "--timesteps", "1000000000001"],
     ],
