@@ -110,6 +110,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     if _special(path):
         try:
             yield path
+        except OutputError:
+            raise
         except WRITE_ERRORS as error:
             raise output_error(path, error) from None
         return
@@ -120,6 +122,9 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         yield tmp
         _fsync(tmp)
         os.replace(tmp, path)
+    except OutputError as error:  # a nested all-or-nothing write said which file failed
+        _remove(tmp)
+        raise OutputError(str(error).replace(str(tmp), str(path))) from None
     except WRITE_ERRORS as error:
         _remove(tmp)
         raise output_error(path, error) from None
@@ -157,6 +162,9 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
             for entry in sorted(tmp.iterdir()):
                 os.replace(entry, path / entry.name)
             tmp.rmdir()
+    except OutputError as error:  # a nested all-or-nothing write said which file failed
+        _remove(tmp)
+        raise OutputError(str(error).replace(str(tmp), str(path))) from None
     except WRITE_ERRORS as error:
         _remove(tmp)
         raise output_error(path, error) from None

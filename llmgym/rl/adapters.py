@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from llmgym.errors import ExportError
+from llmgym.files import atomic_dir
 
 
 def fold_adapters(states: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -69,18 +70,19 @@ def write_adapter(trainer: Any, out: str | Path) -> None:
     lora = copy.deepcopy(trainer.model.peft_config["default"])
     lora.r *= len(states)
     lora.lora_alpha *= len(states)
-    out = Path(out)
     lora.base_model_name_or_path = base_model_path(trainer.config.policy.model)
-    out.mkdir(parents=True, exist_ok=True)
-    lora.save_pretrained(str(out))
     weights = {k: v.contiguous() for k, v in fold_adapters(states).items()}
-    save_file(weights, str(out / "adapter_model.safetensors"), metadata={"format": "pt"})
+    with atomic_dir(out) as tmp:  # moved in once complete (OutputError on a full disk)
+        lora.save_pretrained(str(tmp))
+        save_file(weights, str(tmp / "adapter_model.safetensors"), metadata={"format": "pt"})
 
 
 def write_weights(trainer: Any, out: str | Path) -> None:
     """Write ``trainer``'s whole language model (a full fine-tune) as a Hugging Face checkpoint
-    directory ``out`` (config and safetensors weights), which vLLM reloads in place."""
-    trainer.model.save_pretrained(str(out), safe_serialization=True)
+    directory ``out`` (config and safetensors weights), which vLLM reloads in place; the files
+    move in once all are written (``OutputError`` on a full disk, nothing partial left)."""
+    with atomic_dir(out) as tmp:
+        trainer.model.save_pretrained(str(tmp), safe_serialization=True)
 
 
 def base_model_path(name: str) -> str:
