@@ -47,13 +47,16 @@ def evaluate(
     progress: bool = True,
     exact: bool = False,
     env_kwargs: dict[str, Any] | None = None,
+    keep_returns: bool = True,
     **agent_options: Any,
 ) -> dict[str, Any]:
     """Evaluate ``agent`` (a name for ``make_agent`` or a TextAgent) and return the summary
     dict (also written to ``output`` as JSON when given). ``history=k`` makes the envs carry
     the last k turns in ``info["messages"]``; other options go to ``make_agent``.
     ``env_kwargs`` go to ``gym.make`` (and to baseline agents); ``exact=True`` evaluates the
-    greedy policy exactly (see ``evaluate_exact``) instead of sampling episodes."""
+    greedy policy exactly (see ``evaluate_exact``) instead of sampling episodes.
+    ``keep_returns=False`` leaves the per-episode ``returns`` out (an empty list): memory then
+    stays flat whatever ``episodes`` is."""
     if exact:
         return evaluate_exact(env_id, agent, mode, seed, output, env_kwargs, **agent_options)
     if env_id not in gym.registry:
@@ -85,7 +88,11 @@ def evaluate(
 
     with bar:
         played = evaluate_episodes(
-            agent.act_batch, envs, range(seed, seed + episodes), on_end=episode_ended
+            agent.act_batch,
+            envs,
+            range(seed, seed + episodes),
+            on_end=episode_ended,
+            keep_returns=keep_returns,
         )
     if not played.finite_episodes:
         raise ValueError(

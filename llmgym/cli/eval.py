@@ -83,6 +83,7 @@ def eval_command(
             vllm_url=vllm_url or None,
             exact=exact,
             env_kwargs=env_kwargs,
+            keep_returns=output is not None,  # only --output lists them
         )
     except (AgentError, OutputError) as error:  # OutputError: --output cannot be written
         raise fail(str(error)) from None

@@ -226,3 +226,14 @@ def test_ray_bench_keeps_few_tasks_in_flight(tmp_path, monkeypatch):
         )
     assert fake.most <= 4
     assert len({r["seed"] for r in rows}) == 30
+
+
+def test_eval_without_output_keeps_no_returns():
+    result = evaluate_agent(
+        "Text-CliffWalking-v1", "random", episodes=6, num_envs=2, progress=False, keep_returns=False
+    )
+    assert result["returns"] == [] and result["episodes"] == 6
+    kept = evaluate_agent("Text-CliffWalking-v1", "random", episodes=6, num_envs=2, progress=False)
+    same = ("mean_return", "env_steps", "parse_rate", "mean_length")
+    assert {k: result[k] for k in same} == pytest.approx({k: kept[k] for k in same})
+    assert result["ci95"] == pytest.approx(kept["ci95"]) and len(kept["returns"]) == 6
