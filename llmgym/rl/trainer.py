@@ -292,7 +292,7 @@ class Trainer(UpdateSteps, Checkpointing):
             act = cached(act, {})
         n = episodes or cfg.eval.episodes
         with self.torch.no_grad():
-            return evaluate(act, self.eval_envs, [seed_base + i for i in range(n)]).summary()
+            return evaluate(act, self.eval_envs, range(seed_base, seed_base + n)).summary()
 
     def uses_exact_eval(self) -> bool:
         """Whether :meth:`evaluate` computes the exact value (see ``eval_method``)."""
@@ -354,6 +354,7 @@ class Trainer(UpdateSteps, Checkpointing):
                 self._first_evaluation(pbar)
             while not self._done():
                 self.run_iteration(pbar)
+            self.check_trained()  # a run whose every step was skipped stops here, failed
             self.save_checkpoint()
             final = self.evaluate(final_episodes)
             final_row = eval_metrics(final) | {"iteration": self.iteration}
