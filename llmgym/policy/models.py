@@ -16,11 +16,14 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
 import socket
+import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -149,6 +152,30 @@ def resolve_dtype(dtype: Any, device: str) -> Any:
     return resolved
 
 
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """transformers' loading and saving progress bars off (a 3-second load drew a bar per
+    call; the first conversion of the embedded model drew three)."""
+    import functools
+
+    from tqdm.auto import tqdm
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    plain = getattr(gguf_utils, "tqdm", None)  # the GGUF conversion draws a plain tqdm bar
+    if plain is not None:
+        gguf_utils.tqdm = functools.partial(tqdm, disable=True)
+    try:
+        yield
+    finally:
+        if plain is not None:
+            gguf_utils.tqdm = plain
+        if was:
+            hf_logging.enable_progress_bar()
+
+
 def _embedded_copy(name: str, defaults: ModelDefaults) -> Path:
     """The cached safetensors copy of an embedded GGUF model, converting it on first use."""
     target = cache_dir() / name
@@ -165,8 +192,17 @@ def _embedded_copy(name: str, defaults: ModelDefaults) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     source = next(iter(spec.submodule_search_locations))
-    tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=filename)
-    model = AutoModelForCausalLM.from_pretrained(source, gguf_file=filename, dtype=torch.float32)
+    print(
+        f"Converting the embedded {name} ({filename}) to safetensors in {target} "
+        "(once; about 30 s) ...",
+        file=sys.stderr,
+        flush=True,
+    )
+    with _quiet_loading():
+        tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=filename)
+        model = AutoModelForCausalLM.from_pretrained(
+            source, gguf_file=filename, dtype=torch.float32
+        )
     # The GGUF weights are de-quantized to fp32, but the model stays flagged as quantized, which
     # blocks saving and training: drop the flag.
     model.hf_quantizer = None
@@ -175,8 +211,9 @@ def _embedded_copy(name: str, defaults: ModelDefaults) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     tmp.chmod(0o755)
     try:
-        model.save_pretrained(tmp, safe_serialization=True)
-        tokenizer.save_pretrained(tmp)
+        with _quiet_loading():
+            model.save_pretrained(tmp, safe_serialization=True)
+            tokenizer.save_pretrained(tmp)
         os.replace(tmp, target)  # atomic: a concurrent conversion wins or loses whole
     except OSError:
         if not (target / "config.json").exists():
@@ -230,10 +267,11 @@ def load_model(
     defaults = get_model_defaults(name_or_path)
     source, local_only = model_source(name_or_path)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
-        model = AutoModelForCausalLM.from_pretrained(
-            source, dtype=torch_dtype, local_files_only=local_only
-        )
+        with _quiet_loading():
+            tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
+            model = AutoModelForCausalLM.from_pretrained(
+                source, dtype=torch_dtype, local_files_only=local_only
+            )
     except (OSError, ValueError) as error:
         raise _not_loadable(name_or_path, error) from None
     prepare_tokenizer(tokenizer, model)

@@ -75,3 +75,14 @@ def test_llmgym_dtype_sets_the_default_dtype(monkeypatch):
     monkeypatch.setenv("LLMGYM_DTYPE", "float7")
     with pytest.raises(ValueError, match="Unknown dtype"):
         resolve_dtype(None, "cpu")
+
+
+def test_loading_a_model_draws_no_progress_bar(tmp_path, capfd):
+    from llmgym.policy.models import load_model
+    from llmgym.policy.testing import tiny_model_dir
+
+    folder = tiny_model_dir("llama", tmp_path / "m", layers=2)
+    capfd.readouterr()
+    load_model(str(folder), device="cpu")
+    out, err = capfd.readouterr()
+    assert "%|" not in err + out, err
