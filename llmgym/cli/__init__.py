@@ -17,8 +17,10 @@ import typer
 
 from llmgym.cli import bench, envs, export, serve, train
 from llmgym.cli import eval as evaluate
+from llmgym.cli.checks import OneLineErrors
 
 app = typer.Typer(
+    cls=OneLineErrors,
     help="Turn Gymnasium envs into language envs; evaluate and train LLM agents in them.",
     no_args_is_help=True,
     add_completion=False,

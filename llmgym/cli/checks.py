@@ -15,20 +15,60 @@ Example:
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
+
+try:  # typer 0.2x carries its own copy of click, whose errors are not click's
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - typer with click as a dependency
+    from click import exceptions as click_errors
+ABORTS = (typer.Abort, getattr(click_errors, "Abort", typer.Abort))
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
     """Print ``Error: <message>`` as one line on stderr and return the Exit to raise."""
     text = " ".join(str(message).split()) or "unknown error"
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # undecodable input bytes
     while text.lower().startswith("error:"):
         text = text[6:].lstrip()
     Console(stderr=True, highlight=False, soft_wrap=True).print(f"Error: {text}", markup=False)
     return typer.Exit(code)
+
+
+class OneLineErrors(TyperGroup):
+    """The ``llmgym`` app's group: a usage error (an unknown option, a value of the wrong type
+    or out of its range, a missing argument) is one line on stderr, ``Error: ...``, with exit
+    code 2, as every other error is (click draws a usage block and a box around it)."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except click_errors.ClickException as error:
+            if type(error).__name__ != "NoArgsIsHelpError":  # else the help is already shown
+                fail(usage_sentence(error), error.exit_code)
+            sys.exit(error.exit_code)
+        except ABORTS:
+            fail("Aborted.", 1)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_sentence(error: Any) -> str:
+    """A click usage error as one sentence that says where the options are listed."""
+    message = " ".join(error.format_message().split()) or type(error).__name__
+    if not message.endswith((".", "!", "?")):
+        message += "."
+    context = getattr(error, "ctx", None)
+    if context is not None:
+        message += f" See '{context.command_path} --help'."
+    return message
 
 
 def check_device(device: str) -> None:

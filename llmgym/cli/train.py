@@ -30,8 +30,10 @@ from llmgym.cli.checks import (
     fail,
     key_values,
 )
-from llmgym.errors import LLMGymError, TrainingError
+from llmgym.errors import ConfigError, LLMGymError, TrainingError
+from llmgym.files import write_text
 from llmgym.rl.config import TrainConfig, default_value, field_doc
+from llmgym.rollout import check_count
 
 console = Console(highlight=False)
 
@@ -132,7 +134,6 @@ def train(
             "pip install 'llmgym[train]'."
         ) from None
     import gymnasium as gym
-    from click.core import ParameterSource
 
     if algo not in ALGOS:
         raise fail(f"Unknown --algo {algo!r}; choose one of {', '.join(ALGOS)}.")
@@ -146,12 +147,16 @@ def train(
         raise fail(f"No checkpoint to resume in {output}; drop --resume or pass a run's --output.")
     if result_json:
         check_output_file(result_json, "--result-json")
+    try:
+        check_count(final_eval_episodes, "--final-eval-episodes")
+    except ConfigError as error:
+        raise fail(str(error)) from None
     cls = config_class(algo)
     params = ctx.params
     given = {
         key: params[name]
         for name, key in CONFIG_OPTIONS.items()
-        if ctx.get_parameter_source(name) is not ParameterSource.DEFAULT
+        if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") != "DEFAULT"
     }  # the others keep the algorithm config's defaults (the ones --help shows)
     values: dict[str, Any] = {
         "env_id": env_id,
@@ -192,7 +197,8 @@ def train(
         processes = f", {trainer.processes.num} processes" if trainer.processes.num > 1 else ""
         if main:
             console.print(
-                f"[bold]{algo.upper()}[/] on {env_id} with {config.policy.model} "
+                f"[bold]{algo.upper()}[/] on {env_id} with {config.policy.model}"
+                f"{' (random-init)' if config.policy.backbone == 'random-init' else ''} "
                 f"({config.policy.mode} mode, "
                 f"{_trained(config)}), {config.run.num_envs} envs{processes}, "
                 f"budget {_budget(config)} -> {output}"
@@ -218,6 +224,8 @@ def train(
         "model": config.policy.model,
         "algo": algo,
         "mode": config.policy.mode,
+        "policy": _policy_family(config),
+        "backbone": config.policy.backbone,
         "sft": config.sft.source,
         "resumed": resume,
         "env_steps": trainer.env_steps,
@@ -242,28 +250,10 @@ def train(
         "baselines_same_seeds": refs,
         "command": command,
     }
-    from llmgym.rl.checkpoints import log_once
-    from llmgym.rl.logger import MetricsLogger
-
-    final_row = {
-        f"final_eval/{k}": final[k] for k in ("mean_return", "ci95", "success_rate", "parse_rate")
-    }
-    logger = MetricsLogger(Path(output), {}, tensorboard=False)
-    log_once(logger, final_row | {"final_eval/episodes": final["episodes"]}, trainer.env_steps)
-    logger.close()
-    text = json.dumps(_json_safe(result), indent=2)
-    (Path(output) / "result.json").write_text(text)
-    if result_json:
-        Path(result_json).parent.mkdir(parents=True, exist_ok=True)
-        Path(result_json).write_text(text)
-    from llmgym.rl.plotting import plot_run
-
-    refs_plot = {k: v["mean_return"] for k, v in refs.items()}
-    png = plot_run(
-        output,
-        references=refs_plot,
-        title=f"{env_id} {algo} {config.policy.mode} ({config.policy.model})",
-    )
+    try:  # a full disk or a read-only folder after training: one sentence, exit 2
+        png = _write_results(output, result, final, trainer.env_steps, result_json, config)
+    except (LLMGymError, OSError) as error:
+        raise fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
     how = "exact value" if final.get("method") == "exact" else f"{final['episodes']} episodes"
     others = ", ".join(f"{k} {v['mean_return']:.3f}" for k, v in refs.items())
     console.print(
@@ -273,6 +263,49 @@ def train(
         + f" {trainer.env_steps} env steps, {trainer.episodes_done} episodes, "
         f"{wall / 60:.1f} min. Plot: {png}"
     )
+
+
+def _write_results(
+    output: str,
+    result: dict[str, Any],
+    final: dict[str, Any],
+    env_steps: int,
+    result_json: str,
+    config: Any,
+) -> Path:
+    """The final evaluation's metrics row, ``result.json`` (and ``--result-json``), each
+    written all-or-nothing, and the learning-curve plot; its path."""
+    from llmgym.rl.checkpoints import log_once
+    from llmgym.rl.logger import MetricsLogger
+    from llmgym.rl.plotting import plot_run
+
+    final_row = {
+        f"final_eval/{k}": final[k] for k in ("mean_return", "ci95", "success_rate", "parse_rate")
+    }
+    logger = MetricsLogger(Path(output), {}, tensorboard=False)
+    try:
+        log_once(logger, final_row | {"final_eval/episodes": final["episodes"]}, env_steps)
+    finally:
+        logger.close()
+    text = json.dumps(_json_safe(result), indent=2)
+    write_text(Path(output) / "result.json", text)
+    if result_json:
+        write_text(result_json, text)
+    refs = result["baselines_same_seeds"]
+    return plot_run(
+        output,
+        references={k: v["mean_return"] for k, v in refs.items()},
+        title=f"{result['env_id']} {result['algo']} {result['mode']} ({config.policy.model})",
+    )
+
+
+def _policy_family(config: Any) -> str:
+    """What the run trained: ``lm`` (the language model), ``head`` (an action head on the
+    frozen model) or ``lm+head``."""
+    head = config.policy.action_head and config.policy.mode == "score"
+    if not config.optim.train_backbone:
+        return "head"
+    return "lm+head" if head else "lm"
 
 
 def _trained(config: Any) -> str:
@@ -288,18 +321,24 @@ def _budget(config: Any) -> str:
     return f"{config.run.total_env_steps} env steps"
 
 
+_UNKNOWN = {"mean_return": math.nan}
+
+
 def _start_value(trainer: Any, run_dir: Path, episodes: int, resume: bool) -> dict[str, Any]:
     """The final evaluation's figure before any training (kept in the run for resumes)."""
     path = run_dir / "start_eval.json"
-    if resume:  # unknown for runs started before start_eval.json was written
-        return json.loads(path.read_text()) if path.exists() else {"mean_return": math.nan}
+    if resume:  # unknown for runs started before start_eval.json was written (or damaged)
+        try:
+            value = json.loads(path.read_text())
+            return value if isinstance(value.get("mean_return"), (int, float)) else _UNKNOWN
+        except (OSError, ValueError, AttributeError):
+            return _UNKNOWN
     if not trainer.config.eval.start:
-        return {"mean_return": math.nan}
+        return _UNKNOWN
     value = trainer.evaluate(episodes)
     value = {k: v for k, v in value.items() if k != "returns"}
     if trainer.processes.is_main:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(_json_safe(value), indent=2))
+        write_text(path, json.dumps(_json_safe(value), indent=2))
     return value
 
 

@@ -38,6 +38,7 @@ from llmgym.policy.config import (
     is_device,
     rule,
 )
+from llmgym.rollout import MAX_ENVS, MAX_EPISODES, MAX_TIMESTEPS
 
 #: Learning rates above this are refused (AdamW moves each weight by about the rate a step; the
 #: head's SGD steps follow the gradient; runs use at most 1). numpy's global seed is < 2**32.
@@ -46,6 +47,12 @@ MAX_LEARNING_RATE, MAX_SEED = 10.0, 2**32 - 1
 LEARNING_RATE = Rule(
     above=0, test=lambda rate: rate <= MAX_LEARNING_RATE, expect=f"at most {MAX_LEARNING_RATE:g}"
 )
+
+
+def capped(limit: int, **bounds: Any) -> dict[str, Rule]:
+    """A count's rule: ``bounds`` and at most ``limit`` (``llmgym.rollout``'s limits on what
+    one command may ask for), each side refused in its own sentence."""
+    return rule(**bounds, test=lambda count: count <= limit, expect=f"at most {limit:,}")
 
 
 @dataclass
@@ -58,11 +65,11 @@ class RunSection(Checked):
     """Text env to train in (``llmgym envs`` lists them)."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments for ``gym.make`` (base-env kwargs such as ``is_slippery=False``)."""
-    num_envs: int = field(default=8, metadata=rule(min=1))
+    num_envs: int = field(default=8, metadata=capped(MAX_ENVS, min=1))
     """K envs stepped in lockstep; every policy call is one batch of up to K observations."""
-    total_env_steps: int = field(default=3000, metadata=rule(min=1))
+    total_env_steps: int = field(default=3000, metadata=capped(MAX_TIMESTEPS, min=1))
     """Stop after this many env steps (whichever of this and ``total_episodes`` comes first)."""
-    total_episodes: int = field(default=0, metadata=rule(min=0))
+    total_episodes: int = field(default=0, metadata=capped(MAX_EPISODES, min=0))
     """Stop after this many training episodes (0 = no episode limit)."""
     episodes_per_update: int = field(default=32, metadata=rule(min=1))
     """Complete episodes collected per iteration (each iteration ends with one update)."""
@@ -193,7 +200,7 @@ class EvalSection(Checked):
 
     every: int = field(default=5, metadata=rule(min=0))
     """Evaluate every this many iterations (0 = only at the start and the end)."""
-    episodes: int = field(default=100, metadata=rule(min=1))
+    episodes: int = field(default=100, metadata=capped(MAX_EPISODES, min=1))
     """Episodes per periodic evaluation (the final report uses more)."""
     greedy: bool = True
     """Evaluate the greedy (arg-max) policy rather than sampling."""
