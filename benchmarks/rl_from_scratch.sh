@@ -65,10 +65,10 @@ blackjack() {  # blackjack NAME ALGO SEED EPISODES_PER_UPDATE EVAL_EVERY [ARGS..
 LAKE="--set train_backbone=false --set update_epochs=4 --set temperature=2.0 --set ent_coef=0.05
       --set head_lr=1.0"
 
-frozenlake() {  # frozenlake NAME SEED
+frozenlake() {  # frozenlake NAME SEED [ARGS...]
   run "$1" Text-FrozenLake-v1 --algo ppo --seed "$2" --episodes 1000 --steps 1000000 \
     --episodes-per-update 40 --eval-every 5 --env-kwarg is_slippery=false \
-    --env-kwarg max_episode_steps=30 $LAKE --set gamma=0.9
+    --env-kwarg max_episode_steps=30 $LAKE --set gamma=0.9 "${@:3}"
 }
 
 # CartPole from cartpole-ppo-anneal-s0 on: head-only PPO (AdamW head), rates annealed to 0.
@@ -101,6 +101,9 @@ if [ -n "${SNAPSHOT:-}" ]; then
 fi
 for name in "${@:-${ALL[@]}}"; do
   case $name in
+    blackjack-ppo-random-s*)  # the control: the same recipe on a random-init backbone
+      blackjack "$name" ppo "${name##*-s}" 40 10 --set value_lr=3e-3 --set gae_lambda=0.5 \
+        --set policy.backbone=random-init ;;
     blackjack-ppo-s*)
       blackjack "$name" ppo "${name##*-s}" 40 10 --set value_lr=3e-3 --set gae_lambda=0.5 ;;
     blackjack-grpo-s*)
@@ -115,6 +118,8 @@ for name in "${@:-${ALL[@]}}"; do
         --steps 1000000 --episodes-per-update 64 --eval-every 5 --set train_backbone=false \
         --set group_size=8 --set beta=0.5 --set head_optimizer=adamw --set head_lr=3e-4 \
         --set temperature=1.0 --set anneal_lr=true ;;
+    frozenlake-noslip-ppo-random-s*)  # the control: the same recipe, random-init backbone
+      frozenlake "$name" "${name##*-s}" --set policy.backbone=random-init ;;
     frozenlake-noslip-ppo-s*) frozenlake "$name" "${name##*-s}" ;;
     frozenlake-slippery-ppo-s0)
       run "$name" Text-FrozenLake-v1 --algo ppo --seed 0 --steps 30000 --episodes-per-update 64 \

@@ -43,6 +43,7 @@ NORMALIZATIONS = ("sum", "token", "word")
 DEVICES = ("auto", "cpu", "cuda", "mps")
 """Where a model runs (the trainers' ``run.device``, ``llmgym eval --device``), or ``cuda:N``."""
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+BACKBONES = ("pretrained", "random-init")
 """The model's weights (the trainers' ``policy.dtype``)."""
 
 
@@ -352,6 +353,10 @@ class PolicySection(PolicyConfig):
     """The model's weights while training and acting: ``auto`` (float32 on CPU and MPS,
     bfloat16 on GPUs that support it, else float16), ``float32``, ``bfloat16`` or ``float16``.
     LoRA weights and the heads stay float32."""
+    backbone: str = field(default="pretrained", metadata=rule(choices=BACKBONES))
+    """``pretrained``: the model's own weights. ``random-init``: the same architecture and
+    tokenizer with freshly initialised weights (drawn from the run's seed), the control that
+    says what pretraining brings to a result."""
     action_head: bool = True
     """Score mode: add a zero-initialised action head on the hidden state at the answer
     position to the candidates' LM scores (``llmgym.policy.action_head``): updates that

@@ -343,10 +343,23 @@ def prepare_tokenizer(tokenizer: Any, model: Any = None) -> Any:
     return tokenizer
 
 
-def load_model_for(name: str, device: str = "auto", dtype: str = "auto") -> tuple[Any, Any]:
+def load_model_for(
+    name: str, device: str = "auto", dtype: str = "auto", backbone: str = "pretrained"
+) -> tuple[Any, Any]:
     """:func:`load_model` plus ``tiny`` (a random tiny Llama for tests and smoke runs), with
     the weights in ``dtype`` (``auto``: float32 on CPU, bfloat16 or float16 on a GPU): what
-    ``llmgym train`` loads for ``--model``."""
+    ``llmgym train`` loads for ``--model``. ``backbone="random-init"`` re-initialises the
+    weights (from torch's global generator: the trainer seeds it with the run's seed) and keeps
+    the architecture and the tokenizer: the control run of a result.
+
+    Example:
+        >>> import torch
+        >>> _ = torch.manual_seed(1)  # (tiny's own weights are drawn from seed 0)
+        >>> model, _ = load_model_for("tiny", "cpu", backbone="random-init")
+        >>> pretrained, _ = load_model_for("tiny", "cpu")
+        >>> torch.equal(model.lm_head.weight, pretrained.lm_head.weight)
+        False
+    """
     import torch
 
     kind = resolve_device(device) if device == "auto" else torch.device(device).type
@@ -355,8 +368,17 @@ def load_model_for(name: str, device: str = "auto", dtype: str = "auto") -> tupl
         from llmgym.policy.testing import tiny_model
 
         model, tokenizer = tiny_model(seed=0)
-        return model.to(dtype=torch_dtype), tokenizer
-    return load_model(name, device=device, dtype=torch_dtype)
+        model = model.to(dtype=torch_dtype)
+    else:
+        model, tokenizer = load_model(name, device=device, dtype=torch_dtype)
+    if backbone == "random-init":
+        from transformers import AutoModelForCausalLM
+
+        fresh = AutoModelForCausalLM.from_config(model.config)
+        model = fresh.to(device=model.device, dtype=torch_dtype).eval()
+    elif backbone != "pretrained":
+        raise ConfigError(f"backbone must be pretrained or random-init, not {backbone!r}.")
+    return model, tokenizer
 
 
 __all__ = [

@@ -106,7 +106,10 @@ class Trainer(UpdateSteps, Checkpointing):
             )
         if model is None:
             model, tokenizer = load_model_for(
-                config.policy.model, self._device_name(), config.policy.dtype
+                config.policy.model,
+                self._device_name(),
+                config.policy.dtype,
+                config.policy.backbone,
             )
         self.tokenizer = tokenizer
         self.device = next(model.parameters()).device
