@@ -276,3 +276,22 @@ def test_a_model_without_findable_decoder_layers_trains_on_the_plain_path(tmp_pa
     assert any(not torch.equal(b, p) for b, p in zip(before, trained))
     assert not trainer.policy.backend.trunk.active([5, 6, 7])
     assert not trainer.policy.backend.trunk.store.entries
+
+
+def test_generation_keeps_the_trunk_states_its_update_reads(lora_model, states):
+    """Generation captures the states entering the first trained layer: the update runs no
+    trunk pass, and its log-probs are the plain path's."""
+    model, tokenizer = lora_model
+    policy = LLMPolicy(model, tokenizer, PolicyConfig(mode="generate", max_new_tokens=6))
+    with torch.no_grad():
+        samples = policy.act(*states)
+        before = dict(policy.stats)
+        fast = policy.evaluate(samples)
+        assert policy.stats == before  # every row was kept: nothing ran through the trunk
+        trunk.FROZEN_TRUNK = False
+        try:
+            plain = policy.evaluate(samples)
+        finally:
+            trunk.FROZEN_TRUNK = True
+    torch.testing.assert_close(fast.logprob, plain.logprob, atol=ATOL, rtol=0)
+    torch.testing.assert_close(fast.hidden, plain.hidden, atol=ATOL, rtol=1e-5)

@@ -76,7 +76,8 @@ class FrozenTrunk:
             return False
         params = [p for b in blocks[:first] for p in b.parameters()]
         params += list(base_model(model).get_input_embeddings().parameters())
-        identity = (id(model), id(blocks), first, sum(p._version for p in params))
+        versions = sum(p._version for p in params)
+        identity = (id(model), id(blocks), first, tuple(map(id, params)), versions)
         if identity != self._identity:  # another model or trunk: the kept states are void
             self.store.clear()
             self._stems.clear()
@@ -243,6 +244,41 @@ class FrozenTrunk:
         if self.first in extras:
             captured[self.first] = states[:, -1].clone()
         return states, captured
+
+    @contextmanager
+    def capturing(self, on: bool) -> Iterator[list[torch.Tensor]]:
+        """The states entering the first trained layer in each forward while inside (a list
+        filled in order; nothing captured when ``on`` is false)."""
+        captured: list[torch.Tensor] = []
+        if not on:
+            yield captured
+            return
+
+        def hook(module: Any, args: tuple, kwargs: dict) -> None:
+            captured.append(args[0] if args else kwargs["hidden_states"])
+
+        handle = self.blocks[self.first].register_forward_pre_hook(hook, with_kwargs=True)
+        try:
+            yield captured
+        finally:
+            handle.remove()
+
+    def keep_generated(self, prompts, prefix, suffix, steps, tokens, stop_ids) -> None:
+        """Keep the trunk states generation computed: of each prompt after the ``prefix``
+        tokens they share (``suffix`` [B, S, H], left-padded) and of each completion token fed
+        back (``steps``: [B, 1, H] per decode step), under the key of prompt + completion but
+        its last token (the rows an update scores)."""
+        stem = None
+        if prefix:
+            stem = tuple(prompts[0][:prefix])
+            self.ensure([list(stem)])
+        decode = torch.cat(steps, 1) if steps else suffix[:, :0]
+        stops, width = set(stop_ids), suffix.shape[1]
+        for b, (prompt, row) in enumerate(zip(prompts, tokens)):
+            end = next((j + 1 for j, t in enumerate(row) if t in stops), len(row))
+            rest = suffix[b, width - (len(prompt) - prefix) :]
+            states = torch.cat([rest, decode[b, : end - 1]]).clone()
+            self.store.put(tuple(prompt) + tuple(row[: end - 1]), stem, prefix, states)
 
     # ---- the top layers ----------------------------------------------------------------------
 

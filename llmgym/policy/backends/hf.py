@@ -134,7 +134,18 @@ class TransformersBackend:
         """Sample with the KV cache until every row has produced a stop token (rows padded
         after their stop)."""
         prompts = list(prompts)
-        logits, cache, mask, _ = self._encode_prompts(prompts, shared=True)
+        keep = self._fast(prompts)  # the trunk's states of what it runs are kept for updates
+        with self.trunk.capturing(keep) as captured:
+            logits, cache, mask, _ = self._encode_prompts(prompts, shared=True)
+            suffix = captured.pop() if keep else None
+            captured.clear()
+            tokens = self._sample(prompts, logits, cache, mask, max_new, stop_ids, sampling)
+        if keep:
+            prefix = mask.shape[1] - suffix.shape[1]
+            self.trunk.keep_generated(prompts, prefix, suffix, captured, tokens[0], stop_ids)
+        return tokens
+
+    def _sample(self, prompts, logits, cache, mask, max_new, stop_ids, sampling):
         positions = mask.sum(-1)
         stop = torch.tensor(stop_ids, device=self.device)
         done = torch.zeros(len(prompts), dtype=torch.bool, device=self.device)
