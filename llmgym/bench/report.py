@@ -238,8 +238,25 @@ def _bar(length: float) -> float:
     return length if math.isfinite(length) and length > 0 else 0.0
 
 
+def chart_label(agent: str) -> str:
+    """An agent's name in a chart's legend: a trained policy by its run's folder name.
+
+    Example:
+        >>> chart_label("llm:smollm2-135m@benchmarks/weights/rl/blackjack-ppo-s0")
+        'llm:smollm2-135m@blackjack-ppo-s0'
+        >>> chart_label("llm:smollm2-135m,mode=generate"), chart_label("sb3-ppo")
+        ('llm:smollm2-135m,mode=generate', 'sb3-ppo')
+    """
+    model, at, run = agent.partition("@")
+    if not at:
+        return agent
+    path, comma, options = run.partition(",")
+    return f"{model}@{Path(path.rstrip('/')).name or path}{comma}{options}"
+
+
 def plot(stats: Sequence[CellStats], path: Path) -> None:
-    """Grouped bars of normalized score per env and agent, with the normalized 95 % CI."""
+    """Grouped bars of normalized score per env and agent, with the normalized 95 % CI; a dot
+    marks each bar's value, so that a score of 0 (random's, by definition) still shows."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -248,7 +265,9 @@ def plot(stats: Sequence[CellStats], path: Path) -> None:
     envs = list(dict.fromkeys(s.env_id for s in stats))
     agents = list(dict.fromkeys(s.agent for s in stats))
     width = 0.8 / max(len(agents), 1)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(envs) + 2), 4.5))
+    fig, ax = plt.subplots(figsize=(max(8.0, 1.2 * len(envs) + 2), 5.0))
+    ax.axhline(0, color="black", linewidth=0.8, zorder=1)
+    ax.axhline(1, color="grey", linewidth=0.8, linestyle="--", zorder=1)
     for k, agent in enumerate(agents):
         xs, ys, errs = [], [], [[], []]
         for i, env_id in enumerate(envs):
@@ -260,25 +279,33 @@ def plot(stats: Sequence[CellStats], path: Path) -> None:
             ys.append(cell.normalized)
             errs[0].append(_bar(cell.normalized - low))
             errs[1].append(_bar(high - cell.normalized))
-        ax.bar(xs, ys, width, yerr=errs, capsize=2, label=agent)
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.axhline(1, color="grey", linewidth=0.8, linestyle="--")
+        colour = plt.cm.tab10(k) if k < 10 else plt.cm.tab20((2 * k + 1) % 20)  # light: 11th on
+        ax.bar(xs, ys, width, color=colour, label=chart_label(agent), zorder=2)
+        ax.errorbar(
+            xs, ys, yerr=errs, fmt="o", color=colour, markersize=3.5, markeredgecolor="black",
+            markeredgewidth=0.5, ecolor="black", elinewidth=0.8, capsize=2, zorder=3,
+        )  # fmt: skip
     ax.set_xticks(range(len(envs)))
     ax.set_xticklabels([e.removeprefix("Text-") for e in envs], rotation=30, ha="right")
     ax.set_ylabel("normalized score")
-    ax.set_title("Normalized score (random = 0, best reference = 1) with 95 % bootstrap CI")
+    ax.set_title(
+        "Normalized score per env (random = 0, best reference = 1), 95 % bootstrap CI",
+        fontsize="medium",
+    )
     ax.set_ylim(bottom=min(-0.25, ax.get_ylim()[0]))
-    ax.legend(fontsize="small", ncol=min(len(agents), 5))
-    fig.tight_layout()
-    _save(fig, path)
+    ax.legend(
+        fontsize="small", ncol=min(len(agents), 3), loc="upper center",
+        bbox_to_anchor=(0.5, -0.3), frameon=False,
+    )  # fmt: skip
+    _save(fig, path, bbox_inches="tight")
 
 
-def _save(fig: Any, path: Path) -> None:
+def _save(fig: Any, path: Path, **savefig: Any) -> None:
     """``fig`` as a PNG at ``path``, all-or-nothing; the figure is closed either way."""
     import matplotlib.pyplot as plt
 
     try:
-        write_figure(fig, path, dpi=120, format="png")
+        write_figure(fig, path, dpi=120, format="png", **savefig)
     finally:
         plt.close(fig)
 
@@ -306,15 +333,15 @@ def plot_cost(stats: Sequence[CellStats], path: Path) -> None:
     for i, env_id in enumerate(envs):  # legend entries: colours for envs, markers for agents
         ax.scatter([], [], color=plt.cm.tab10(i % 10), label=env_id.removeprefix("Text-"))
     for k, agent in enumerate(agents):
-        ax.scatter([], [], color="grey", marker=markers[k % len(markers)], label=agent)
+        ax.scatter([], [], color="grey", marker=markers[k % len(markers)], label=chart_label(agent))
     ax.set_xscale("log")
     ax.axhline(1, color="grey", linewidth=0.8, linestyle="--")
     ax.set_xlabel("training env steps (untrained agents at 1)")
     ax.set_ylabel("normalized score")
     ax.set_title("Normalized score against the training it cost")
-    ax.legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.tight_layout()
-    _save(fig, path)
+    if cells:
+        ax.legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.01, 0.5))
+    _save(fig, path, bbox_inches="tight")
 
 
 NOTES = """

@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 import importlib.util
+import shlex
 import time
 from pathlib import Path
 
@@ -57,6 +58,42 @@ class _BenchCommand(TyperCommand):
 
     def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, optional_value(args, "--ray", RAY_LOCAL))
+
+
+#: Where ``llmgym bench`` writes without ``--output``: outside the repository's committed
+#: results (``runs/`` is git-ignored); the committed leaderboard's scripts name theirs.
+DEFAULT_OUTPUT = "runs/bench"
+
+
+def bench_command(
+    envs: str | None,
+    suite: str,
+    agents: list[str],
+    seed: int,
+    episodes: int | None,
+    output: Path,
+    batch_size: int = 32,
+    ray: str | None = None,
+) -> str:
+    """The ``llmgym bench`` command line as run (the leaderboard's "Made by" line): ``--envs``
+    where it replaced the suite, options at their defaults left out.
+
+    Example:
+        >>> bench_command("Text-Taxi-v4", "classic", ["random", "llm:m"], 0, 30, Path("o"))
+        'llmgym bench --envs Text-Taxi-v4 --agents random,llm:m --seed 0 --episodes 30 --output o'
+        >>> bench_command(None, "classic", ["optimal"], 1, None, Path("o"), 10, "local")
+        'llmgym bench --suite classic --agents optimal --seed 1 --output o --batch-size 10 --ray'
+    """
+    parts = ["llmgym bench", f"--envs {shlex.quote(envs)}" if envs else f"--suite {suite}"]
+    parts += [f"--agents {shlex.quote(','.join(agents))}", f"--seed {seed}"]
+    if episodes is not None:
+        parts.append(f"--episodes {episodes}")
+    parts.append(f"--output {shlex.quote(str(output))}")
+    if batch_size != 32:
+        parts.append(f"--batch-size {batch_size}")
+    if ray is not None:
+        parts.append("--ray" if ray == RAY_LOCAL else f"--ray {shlex.quote(ray)}")
+    return " ".join(parts)
 
 
 def register(app: typer.Typer) -> None:
@@ -108,8 +145,9 @@ def register(app: typer.Typer) -> None:
         suite: str = typer.Option("classic", help="classic, language or all."),
         agents: str = typer.Option(
             "random,optimal",
-            help="Comma-separated: random, optimal, sb3-ppo, sb3-dqn, "
-            "sb3-a2c, llm:NAME[@CHECKPOINT][,key=value...].",
+            help="Comma-separated: random, optimal, sb3-ppo, sb3-dqn, sb3-a2c, llm:MODEL "
+            "(options after commas: llm:MODEL,mode=generate) and a trained policy "
+            "llm:MODEL@RUN_DIR (a llmgym train run directory).",
         ),
         episodes: int | None = typer.Option(
             None, min=1, help="Episodes per env (default: per env)."
@@ -117,7 +155,9 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(
             0, min=0, help="Episode i of every cell uses reset(seed=SEED + i)."
         ),
-        output: str | None = typer.Option(None, help="Default: benchmarks/results/SUITE."),
+        output: str | None = typer.Option(
+            None, help=f"Folder of the rows and the leaderboard. Default: {DEFAULT_OUTPUT}."
+        ),
         envs: str | None = typer.Option(None, help="Comma-separated env ids (replaces the suite)."),
         batch_size: int = typer.Option(
             32, min=1, help="Episodes played in lockstep per agent call."
@@ -128,11 +168,20 @@ def register(app: typer.Typer) -> None:
             help="Run the cells' chunks of seeds as Ray tasks. Bare --ray (or 'local'): "
             "ray.init() here (the cluster RAY_ADDRESS names or this machine runs, else a new "
             "one with this machine's cores); 'auto' (the cluster this machine joined) or "
-            "HEAD:6379 (a cluster's head). Needs llmgym[ray].",
+            "HEAD:6379 (a cluster's head). Needs the ray extra.",
         ),
     ) -> None:
         """Score agents on a suite over fixed seeds: JSONL rows, leaderboard.md and .png.
-        Finished episodes are skipped on rerun, so an interrupted run resumes."""
+        Finished episodes are skipped on rerun, so an interrupted run resumes.
+
+        Add a policy you trained (llmgym train) as llm:MODEL@RUN_DIR, e.g.
+        llmgym bench --envs Text-Taxi-v4 --agents random,llm:smollm2-135m@RUN_DIR
+        (MODEL: the base model the run trained). LLM agents act greedily.
+
+        SB3 agents play the cached policy ($LLMGYM_CACHE, default
+        ~/.cache/llmgym/baselines), else the one committed in a checkout
+        (benchmarks/results/classic/sb3/); only when neither exists is one
+        trained, and a line says so."""
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
         from llmgym.bench.ray_runner import run_bench_ray
@@ -163,14 +212,10 @@ def register(app: typer.Typer) -> None:
             check_count(batch_size, "--batch-size", MAX_ENVS)
         except ConfigError as err:
             raise fail(str(err)) from None
-        out = Path(output) if output else Path("benchmarks/results") / suite
+        out = Path(output) if output else Path(DEFAULT_OUTPUT)
         check_output_dir(out)
         check_cache()
-        command = f"llmgym bench --suite {suite} --agents {','.join(names)} --seed {seed}"
-        command += "".join(
-            f" --{k} {v}" for k, v in [("episodes", episodes), ("envs", envs)] if v is not None
-        )
-        command += f" --output {out}"
+        command = bench_command(envs, suite, names, seed, episodes, out, batch_size, ray)
         try:
             done = {(r["env_id"], r["agent"], r["seed"]) for r in load_rows(out)}
         except (KeyError, TypeError):

@@ -214,3 +214,45 @@ def test_recipes_without_vecnormalize_keep_their_cache_names(monkeypatch):
     assert hashlib.sha1(norm_key).hexdigest()[:8] not in sb3.model_path("CartPole-v1", "a2c").name
     vec_normalize = sb3._build("CartPole-v1", "a2c", 0, 1, {}).get_vec_normalize_env()
     assert vec_normalize.norm_obs and not vec_normalize.norm_reward
+
+
+# --- the bench plays committed or cached policies before it trains (issue 36, item 3) ------
+
+
+def test_a_committed_policy_is_played_instead_of_training(monkeypatch, tmp_path, capsys):
+    """A policy of today's recipe committed in a checkout (benchmarks/results/classic/sb3/) is
+    loaded when the cache lacks it: nothing is trained, nothing is written to the cache."""
+    import shutil
+
+    _tiny_ppo(monkeypatch)
+    trained = sb3.train("CartPole-v1", "ppo", progress=False)
+    committed = tmp_path / "checkout" / sb3.COMMITTED
+    committed.mkdir(parents=True)
+    for suffix in (".safetensors", ".json"):
+        shutil.move(trained.with_suffix(suffix), committed / trained.with_suffix(suffix).name)
+    empty = tmp_path / "empty-cache"
+    monkeypatch.setenv("LLMGYM_CACHE", str(empty))
+    monkeypatch.chdir(tmp_path / "checkout")  # the working directory's checkout counts too
+    assert sb3.find_model("CartPole-v1", "ppo")[1] == (committed / trained.name).resolve()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("trained although a committed policy exists")
+
+    monkeypatch.setattr(sb3, "train", refuse)
+    agent = make_baseline("sb3-ppo", "Text-CartPole-v1")
+    assert agent.act_many([gym.make("CartPole-v1").reset(seed=0)[0]])[0] in (0, 1)
+    assert "Training" not in capsys.readouterr().err
+    assert not empty.exists()
+
+
+def test_training_says_what_it_trains_and_where_it_caches(monkeypatch, cache, capsys):
+    monkeypatch.setattr(sb3, "committed_dirs", lambda: [])
+    path = _tiny_ppo(monkeypatch)
+    sb3.load_agent("CartPole-v1", "ppo")
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert lines == [
+        f"Training sb3-ppo on CartPole-v1 for 64 timesteps (no committed or cached policy; "
+        f"caching it at {path}) ..."
+    ]
+    sb3.load_agent("CartPole-v1", "ppo")  # cached now: nothing said, nothing trained
+    assert capsys.readouterr().err == ""

@@ -238,3 +238,95 @@ def test_two_bench_runs_on_one_folder_record_each_episode_once(tmp_path):
     assert len(keys) == len(set(keys)) == 80
     exact = load_rows(tmp_path, "exact.jsonl")
     assert [r["agent"] for r in exact] == ["optimal"]
+
+
+def test_greedy_generate_mode_answers_each_distinct_prompt_once(tmp_path, monkeypatch):
+    """Generate mode in the bench is greedy and memoised too: a prompt seen again (a state
+    revisited, another episode from the same start) is not generated again, so the grid
+    cells' 30 episodes cost one generation per distinct state."""
+    pytest.importorskip("torch")
+    from llmgym.bench.runner import bench_agent
+    from llmgym.policy import models
+    from llmgym.policy.testing import tiny_model
+
+    monkeypatch.setattr(models, "load_model", lambda *args, **kwargs: tiny_model(0))
+    agent = bench_agent("llm:tiny,mode=generate,max_new_tokens=4", "Text-CliffWalking-v1", 0)
+    assert agent.policy.config.greedy and agent.policy.memoize
+    generated: list[tuple[int, ...]] = []
+    generate = agent.policy.backend.generate
+
+    def counting(prompts, *args):
+        generated.extend(tuple(p) for p in prompts)
+        return generate(prompts, *args)
+
+    monkeypatch.setattr(agent.policy.backend, "generate", counting)
+    monkeypatch.setattr("llmgym.bench.runner.bench_agent", lambda *args: agent)
+    name = "llm:tiny,mode=generate,max_new_tokens=4"
+    rows = run_bench(["Text-CliffWalking-v1"], [name], episodes=3, output=tmp_path)
+    assert len(generated) == len(set(generated)) <= 48  # CliffWalking has 48 cells
+    assert sum(r["length"] for r in rows) > len(generated)
+
+
+def test_cli_bench_default_output_is_outside_the_committed_results(tmp_path, monkeypatch):
+    """Without --output the rows go to runs/bench (git-ignored), never into
+    benchmarks/results/; the "Made by" line is the command run: --envs, not the suite."""
+    monkeypatch.chdir(tmp_path)
+    args = ["bench", "--envs", "Text-CliffWalking-v1", "--agents", "optimal", "--episodes", "1"]
+    result = CliRunner().invoke(_app(), args)
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "benchmarks").exists()
+    made_by = (tmp_path / "runs" / "bench" / "leaderboard.md").read_text().splitlines()[2]
+    assert made_by == (
+        "Made by `llmgym bench --envs Text-CliffWalking-v1 --agents optimal --seed 0 "
+        "--episodes 1 --output runs/bench`."
+    )
+
+
+def test_bench_help_shows_how_to_add_a_trained_policy():
+    result = CliRunner().invoke(_app(), ["bench", "--help"], terminal_width=100)
+    assert result.exit_code == 0
+    assert "llm:MODEL@RUN_DIR" in result.output
+    assert "--agents random,llm:smollm2-135m@RUN_DIR" in result.output
+
+
+def test_committed_scripts_name_their_bench_output():
+    """The scripts that write the committed leaderboard pass --output (the default is
+    runs/bench, outside the committed results)."""
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[2] / "benchmarks"
+    for script in ["classic_leaderboard.sh", "classic_leaderboard_gpu.sh"]:
+        text = (bench / script).read_text()
+        calls = [line for line in text.splitlines() if "llmgym bench" in line]
+        assert calls and all("--output" in line for line in calls), script
+
+
+def test_the_leaderboard_chart_shows_every_cell_and_keeps_its_title(tmp_path, monkeypatch):
+    """Random's normalized score is 0 by definition: its cells are drawn as markers, not
+    only as bars of height 0; the chart is saved with a tight box, so neither the title nor
+    the legend (under the axes) is cut off."""
+    pytest.importorskip("matplotlib")
+    from llmgym.bench import report
+
+    rows = [
+        {"env_id": e, "agent": a, "seed": s, "return": r, "length": 1, "parse_rate": 1.0,
+         "wall_s": 0.001}
+        for e in ["Text-A-v0", "Text-B-v0"]
+        for a, r in [("random", 0.0), ("optimal", 1.0)]
+        for s in range(3)
+    ]  # fmt: skip
+    stats = summarize(rows, ["Text-A-v0", "Text-B-v0"], ["random", "optimal"])
+    saved = {}
+    monkeypatch.setattr(report, "_save", lambda fig, path, **kw: saved.update(fig=fig, **kw))
+    report.plot(stats, tmp_path / "chart.png")
+    fig = saved["fig"]
+    assert saved["bbox_inches"] == "tight"
+    ax = fig.axes[0]
+    dots = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    random_dots = [d for d in dots if list(d.get_ydata()) == [0.0, 0.0]]
+    assert random_dots, "random's cells are not marked"
+    assert "random" in [t.get_text() for t in ax.get_legend().get_texts()]
+    renderer = fig.canvas.get_renderer()
+    box = fig.get_tightbbox(renderer)
+    title = ax.title.get_window_extent(renderer).transformed(fig.dpi_scale_trans.inverted())
+    assert box.x0 <= title.x0 and title.x1 <= box.x1
