@@ -54,6 +54,25 @@ def _damaged_run(tmp: Path) -> str:
     return f"llm:tiny@{tmp / 'run'}"
 
 
+def _blackjack_run(tmp: Path) -> str:
+    """A run of PPO on Text-Blackjack-v1 with the tiny model, as far as a resume reads it."""
+    run = tmp / "bj"
+    (run / "checkpoints" / "iter_000001").mkdir(parents=True)
+    (run / "checkpoints" / "iter_000001" / "trainer_state.json").write_text('{"algo": "ppo"}')
+    config = {"run": {"env_id": "Text-Blackjack-v1", "env_kwargs": {}}, "policy": {"model": "tiny"}}
+    (run / "run.json").write_text(json.dumps({"config": config, "algo": "ppo"}))
+    return str(run)
+
+
+RESUME_BJ = ["train", "Text-Blackjack-v1", "--resume", "--output", _blackjack_run]
+
+
+def _damaged_run_json(tmp: Path) -> str:
+    run = _blackjack_run(tmp)
+    Path(run, "run.json").write_text('{"config": [1')
+    return run
+
+
 def _bad_jsonl(tmp: Path) -> str:
     (tmp / "b").mkdir()
     (tmp / "b" / "episodes.jsonl").write_text('{"x": 1}\n[1, 2]\n')
@@ -163,6 +182,13 @@ ROWS = [
     ("train-output-readonly", [*TRAIN, "--output", _readonly], "not-root"),
     ("train-resume-nothing", [*TRAIN, "--resume", "--output", str]),
     ("train-sft-file", [*TRAIN, "--sft", "missing.jsonl"]),
+    # item 7: a resume keeps the run's env, env kwargs, model and algorithm, or is refused
+    ("resume-other-env", [*RESUME_BJ[:1], "Text-FrozenLake-v1", *RESUME_BJ[2:]]),
+    ("resume-other-model", [*RESUME_BJ, "--model", "smollm2-135m"]),
+    ("resume-set-model", [*RESUME_BJ, "--set", "policy.model=smollm2-135m"]),
+    ("resume-other-algo", [*RESUME_BJ, "--algo", "grpo"]),
+    ("resume-other-env-kwargs", [*RESUME_BJ, "--env-kwarg", "natural=true"]),
+    ("resume-damaged-run-json", [*RESUME_BJ[:-1], _damaged_run_json]),
     ("plot-missing", ["plot", lambda t: str(t / "nothing")]),
     ("plot-garbage", ["plot", _bad_metrics]),
     ("plot-out-full", ["plot", _metrics_run, "--out", "/dev/full"]),

@@ -32,7 +32,7 @@ from llmgym.cli.checks import (
 )
 from llmgym.errors import ConfigError, LLMGymError, TrainingError
 from llmgym.files import write_text
-from llmgym.rl.config import TrainConfig, default_value, field_doc
+from llmgym.rl.config import TrainConfig, canonical_key, default_value, field_doc
 from llmgym.rollout import check_count
 
 console = Console(highlight=False)
@@ -151,16 +151,32 @@ def train(
         check_count(final_eval_episodes, "--final-eval-episodes")
     except ConfigError as error:
         raise fail(str(error)) from None
-    cls = config_class(algo)
     params = ctx.params
     given = {
-        key: params[name]
-        for name, key in CONFIG_OPTIONS.items()
-        if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") != "DEFAULT"
+        key: params[name] for name, key in CONFIG_OPTIONS.items() if _given(ctx, name)
     }  # the others keep the algorithm config's defaults (the ones --help shows)
+    env_kwargs = key_values(env_kwarg, "--env-kwarg")
+    set_values = key_values(set_, "--set")
+    saved = None
+    if resume:  # the run's own config (env, model, algorithm: refused if they differ)
+        asked = {"env_id": env_id, "algo": algo} if _given(ctx, "algo") else {"env_id": env_id}
+        if env_kwarg:
+            asked["env_kwargs"] = env_kwargs
+        models = [v for k, v in (given | set_values).items() if canonical_key(k) == "policy.model"]
+        asked |= {"model": models[-1]} if models else {}
+        try:
+            saved = checkpoints.saved_config(output)
+            if saved is not None:
+                checkpoints.check_resume(output, saved, asked)
+        except TrainingError as error:
+            raise fail(str(error)) from None
+        if saved is not None and saved.get("algo", algo) not in ALGOS:
+            raise fail(f"The run in {output} names no known algorithm; resume another run.")
+        algo = saved.get("algo", algo) if saved is not None else algo
+    cls = config_class(algo)
     values: dict[str, Any] = {
         "env_id": env_id,
-        "env_kwargs": key_values(env_kwarg, "--env-kwarg"),
+        "env_kwargs": env_kwargs,
         "output_dir": output,
         **given,
     }
@@ -169,13 +185,9 @@ def train(
     if no_start_eval:
         values["eval.start"] = False
     acting = {k: v for k, v in given.items() if k.startswith(("policy.backend", "policy.vllm"))}
-    values |= key_values(set_, "--set")
+    values |= set_values
     build = cls.build
-    if resume and (Path(output) / "run.json").exists():  # the run's own config, new budget
-        try:
-            saved = json.loads((Path(output) / "run.json").read_text())["config"]
-        except (ValueError, KeyError, TypeError):
-            raise fail(f"{Path(output) / 'run.json'} is damaged; resume another run.") from None
+    if saved is not None:  # the run's own config, new budget
         budget = {
             "total_env_steps": steps,
             "total_episodes": episodes,
@@ -306,6 +318,11 @@ def _policy_family(config: Any) -> str:
     if not config.optim.train_backbone:
         return "head"
     return "lm+head" if head else "lm"
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` was given on the command line (not its default)."""
+    return getattr(ctx.get_parameter_source(name), "name", "DEFAULT") != "DEFAULT"
 
 
 def _trained(config: Any) -> str:

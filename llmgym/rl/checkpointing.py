@@ -242,6 +242,11 @@ class Checkpointing:
                 f"The checkpoint in {ckpt} was written by {state.get('algo')!r}, not "
                 f"{self.algo!r}; resume with --algo {state.get('algo')}."
             )
+        if (ckpt / "config.json").exists():  # the same env and model as the run's
+            run, model = self.config.run, self.config.policy.model
+            asked = {"env_id": run.env_id, "env_kwargs": run.env_kwargs, "model": model}
+            saved = json.loads((ckpt / "config.json").read_text())
+            checkpoints.check_resume(self.run_dir, saved, asked)
         for i in range(state.get("merged_adapters", 0)):
             merged = load_file(str(ckpt / f"merged_{i:03d}.safetensors"))
             self.model = self.policy.model = self.weights.merge(self.model, merged)

@@ -161,3 +161,74 @@ def log_once(logger: Any, metrics: dict[str, Any], step: int) -> None:
             logger.log(metrics, step, replaces=i)
             return
     logger.log(metrics, step)
+
+
+#: What a resume keeps from the run and refuses to change: key of ``flat_view`` -> its option.
+RUN_IDENTITY = {"env_id": "env", "env_kwargs": "--env-kwarg", "model": "--model"}
+
+
+def saved_config(run_dir: str | Path) -> dict[str, Any] | None:
+    """The config run ``run_dir`` trained with, ``algo`` included: its ``run.json``'s, else its
+    newest checkpoint's ``config.json`` (None where it has neither). Raises ``TrainingError``
+    when the file is damaged."""
+    run_dir = Path(run_dir)
+    path = run_dir / "run.json"
+    if not path.exists():
+        ckpt = latest(run_dir / "checkpoints")
+        path = ckpt / "config.json" if ckpt is not None else path
+    if not path.exists():
+        return None
+    try:
+        info = json.loads(path.read_text())
+        config = info["config"] if path.name == "run.json" else info
+        if not isinstance(config, dict):
+            raise TypeError(type(config).__name__)
+        algo = info.get("algo") or config.get("algo")
+        return config | ({"algo": algo} if algo else {})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise TrainingError(f"{path} is damaged; resume another run or start afresh.") from None
+
+
+def check_resume(run_dir: str | Path, saved: dict[str, Any], asked: dict[str, Any]) -> None:
+    """Refuse, in one sentence naming the difference, to resume run ``run_dir`` (which trained
+    with config ``saved``) as another env, env keywords, model or algorithm: ``asked`` holds
+    what the user gave (``env_id``, ``env_kwargs``, ``model``, ``algo``; absent: the run's own).
+
+    Example:
+        >>> saved = {"run": {"env_id": "Text-Blackjack-v1"}, "policy": {"model": "tiny"}}
+        >>> check_resume("runs/bj", saved, {"env_id": "Text-Blackjack-v1", "model": "tiny"})
+        >>> try:
+        ...     check_resume("runs/bj", saved, {"env_id": "Text-FrozenLake-v1"})
+        ... except TrainingError as error:
+        ...     print(error)  # doctest: +NORMALIZE_WHITESPACE
+        The run in runs/bj trained in Text-Blackjack-v1, not Text-FrozenLake-v1; resume it as
+        `llmgym train Text-Blackjack-v1 ... --resume`, or pass another --output to start a new
+        run.
+    """
+    from llmgym.rl.config import flat_view
+
+    flat = flat_view({k: v for k, v in saved.items() if k != "algo"})
+    was = {key: flat.get(key) for key in RUN_IDENTITY} | {"algo": saved.get("algo")}
+    was["env_kwargs"] = was["env_kwargs"] or {}
+    for key, option in (RUN_IDENTITY | {"algo": "--algo"}).items():
+        if key not in asked or was[key] is None:  # a run saved without it
+            continue
+        if asked[key] != was[key] and (key != "env_kwargs" or asked[key]):
+            own = f"as `llmgym train {was[key]} ... --resume`"
+            if key != "env_id":
+                own = f"without {option} (it keeps its own)"
+            raise TrainingError(
+                f"The run in {run_dir} trained {_label(key)} {_shown(was[key])}, not "
+                f"{_shown(asked[key])}; resume it {own}, or pass another --output to start a "
+                "new run."
+            )
+
+
+def _label(key: str) -> str:
+    return {"env_id": "in", "env_kwargs": "with env kwargs", "algo": "with"}.get(key, key)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={json.dumps(v)}" for k, v in value.items()) or "none"
+    return str(value)
