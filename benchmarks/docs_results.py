@@ -12,7 +12,8 @@ tests/benchmarks/test_docs_results.py does too.
 The blocks (NAME: what it shows, from which records):
 
     headline             each RL-from-scratch goal: its seeds, start and final values, the
-                         random and expert players on the same seeds (results/rl/*.json)
+                         same recipe on a random-init backbone (NAME-random-sN) where run,
+                         the random and expert players on the same seeds (results/rl/*.json)
     rl-runs              every RL run, one row each (results/rl/*.json, as rl_table.py prints)
     sample-efficiency    env steps to each target, LLM against SB3 (sample_efficiency.json)
     acting-throughput    env steps/s of three ways of acting (throughput.json)
@@ -148,11 +149,22 @@ def same_seeds(record: dict) -> str:
     return f"zero-shot {value(record, 'start_value')} on the same held-out set"
 
 
+def control(goal: Goal) -> str:
+    """The goal's recipe on a randomly initialised backbone of the same architecture
+    (``NAME-random-sN``): what the pretrained weights add, or "-" where none was run."""
+    prefix = goal.prefix.removesuffix("-s") + "-random-s"
+    runs = [r for r in records(prefix).values() if r.get("backbone") == "random-init"]
+    if not runs:
+        return "-"
+    hit = sum(goal.reached(r) for r in runs)
+    return f"{', '.join(value(r) for r in runs)} ({hit} of {len(runs)} reached)"
+
+
 def headline() -> str:
     lines = [
         "| task | what learns | zero-shot -> after RL, per seed | goal | reached "
-        "| same seeds: random, expert |",
-        "|---|---|---|---|---|---|",
+        "| control: random-init LM | same seeds: random, expert |",
+        "|---|---|---|---|---|---|---|",
     ]
     for goal in GOALS:
         runs = records(goal.prefix)
@@ -168,7 +180,7 @@ def headline() -> str:
         names = f"`{goal.prefix}*`"
         lines.append(
             f"| {goal.task} ({names}) | {LEARNS[first['policy']]} | {start} -> {finals}{method} "
-            f"| {goal.goal} | **{hit} of {len(runs)}** | {same_seeds(first)} |"
+            f"| {goal.goal} | **{hit} of {len(runs)}** | {control(goal)} | {same_seeds(first)} |"
         )
     return "\n".join(lines)
 
