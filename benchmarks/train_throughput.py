@@ -15,7 +15,9 @@ one PPO update; no evaluation, no checkpoint). ``--paths old new`` runs each con
 twice on the identical recipe (same seed, trained layers, epochs, minibatch size, episodes per
 update): ``old`` with the frozen-trunk fast path switched off (every pass through the whole
 model), ``new`` with it (``llmgym/policy/backends/trunk.py``: the top layers alone over the
-kept trunk states), and prints how much faster the update and the whole iteration are.
+kept trunk states), and prints how much faster the update and the whole iteration are, by
+wall clock and by this process's CPU time (one torch thread: the work done, whatever else runs
+on a shared machine).
 
 Tokens are counted two ways: the policy's ``stats`` while acting (prompt tokens run through
 the model + generated tokens), and hooks on the model: every non-padding position a forward
@@ -221,20 +223,34 @@ def phase(env_id: str, name: str, path: str, args: argparse.Namespace) -> dict[s
     collect = trainer.collect
     stats_act = dict.fromkeys(trainer.policy.stats, 0)
 
+    train_on_episodes = trainer.train_on_episodes
+    cpu = {"act": 0.0, "update": 0.0}  # this process's CPU seconds: robust to other jobs
+
     def counted_collect() -> Any:
         counter.phase = "act"
         before = dict(trainer.policy.stats)
+        start = time.process_time()
         try:
             return collect()
         finally:
+            cpu["act"] += time.process_time() - start
             for k, v in trainer.policy.stats.items():
                 stats_act[k] += v - before[k]
             counter.phase = "update"
 
+    def timed_update(episodes: Any) -> Any:
+        start = time.process_time()
+        try:
+            return train_on_episodes(episodes)
+        finally:
+            cpu["update"] += time.process_time() - start
+
     trainer.collect = counted_collect
+    trainer.train_on_episodes = timed_update
     iterations = []
     for _ in range(args.iterations):
         steps_before = trainer.env_steps
+        cpu_before = dict(cpu)
         metrics = trainer.run_iteration()
         iterations.append(
             {
@@ -242,6 +258,8 @@ def phase(env_id: str, name: str, path: str, args: argparse.Namespace) -> dict[s
                 "act_s": metrics["perf/rollout_s"],
                 "update_s": metrics["perf/update_s"],
                 "iteration_s": metrics["perf/iteration_s"],
+                "act_cpu_s": cpu["act"] - cpu_before["act"],
+                "update_cpu_s": cpu["update"] - cpu_before["update"],
                 "update_epochs_run": metrics.get("losses/epochs"),
             }
         )
@@ -273,6 +291,8 @@ def summarize(r: dict[str, Any], peak: float) -> dict[str, Any]:
     steps = sum(i["env_steps"] for i in its)
     act_s, update_s = sum(i["act_s"] for i in its), sum(i["update_s"] for i in its)
     wall = act_s + update_s
+    act_cpu = sum(i.get("act_cpu_s", i["act_s"]) for i in its)
+    update_cpu = sum(i.get("update_cpu_s", i["update_s"]) for i in its)
     t, f = r["tokens"], r["flops"]
     s = r["policy_stats_act"]
     act_tokens_stats = s["prompt_tokens"] + s["generated_tokens"]
@@ -289,6 +309,10 @@ def summarize(r: dict[str, Any], peak: float) -> dict[str, Any]:
         "update_env_steps_per_s": steps / update_s,
         "update_s": update_s,
         "act_s": act_s,
+        "env_steps_per_cpu_s": steps / (act_cpu + update_cpu),
+        "update_env_steps_per_cpu_s": steps / update_cpu,
+        "update_cpu_s": update_cpu,
+        "act_cpu_s": act_cpu,
         "update_share_of_time": update_s / wall,
         "act_tokens_per_step_stats": act_tokens_stats / steps,
         "act_tokens_per_step_hook": act_tokens / steps,
@@ -300,6 +324,10 @@ def summarize(r: dict[str, Any], peak: float) -> dict[str, Any]:
         "update_gflop_per_step": update_flops / steps / 1e9,
         "model_gflop_per_s": gflops,
         "flop_ceiling_fraction": gflops / peak,
+        "flop_ceiling_fraction_cpu": (act_flops + update_flops)
+        / (act_cpu + update_cpu)
+        / 1e9
+        / peak,
         "act_gflop_per_s": act_flops / act_s / 1e9,
         "update_gflop_per_s": update_flops / max(update_s, 1e-9) / 1e9,
     }
@@ -309,21 +337,24 @@ def table(rows: list[dict[str, Any]]) -> str:
     """The markdown table printed and stored in the JSON (``upd layer tok/step``: the update's
     tokens times the decoder layers they ran through, over the model's depth)."""
     lines = [
-        "| env | config | path | steps/s | act steps/s | update steps/s | update share "
+        "| env | config | path | steps/s | act steps/s | update steps/s | update steps/CPU s "
+        "| update share "
         "| act tok/step | upd fwd tok/step | upd layer tok/step | upd bwd tok/step "
-        "| upd GFLOP/step | GFLOP/s | of peak | RSS MB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| upd GFLOP/step | GFLOP/s | of peak | of peak (CPU time) | RSS MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         s = r["summary"]
         lines.append(
             f"| {r['env_id']} | {r['config']} | {r.get('path', 'old')} | "
             f"{s['env_steps_per_s']:.2f} | {s['act_env_steps_per_s']:.2f} | "
-            f"{s['update_env_steps_per_s']:.2f} | {100 * s['update_share_of_time']:.0f} % | "
+            f"{s['update_env_steps_per_s']:.2f} | {s['update_env_steps_per_cpu_s']:.2f} | "
+            f"{100 * s['update_share_of_time']:.0f} % | "
             f"{s['act_tokens_per_step_stats']:.1f} | {s['update_forward_tokens_per_step']:.1f} | "
             f"{s['update_layer_tokens_per_step']:.1f} | "
             f"{s['update_backward_tokens_per_step']:.1f} | {s['update_gflop_per_step']:.2f} | "
             f"{s['model_gflop_per_s']:.1f} | {100 * s['flop_ceiling_fraction']:.1f} % | "
+            f"{100 * s['flop_ceiling_fraction_cpu']:.1f} % | "
             f"{r['peak_rss_mb']:.0f} |"
         )
     return "\n".join(lines)
@@ -344,16 +375,21 @@ def speedups(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
                 "config": name,
                 "update_speedup": new["update_env_steps_per_s"] / old["update_env_steps_per_s"],
                 "end_to_end_speedup": new["env_steps_per_s"] / old["env_steps_per_s"],
+                "update_speedup_cpu": new["update_env_steps_per_cpu_s"]
+                / old["update_env_steps_per_cpu_s"],
+                "end_to_end_speedup_cpu": new["env_steps_per_cpu_s"] / old["env_steps_per_cpu_s"],
                 "update_gflop_ratio": old["update_gflop_per_step"] / new["update_gflop_per_step"],
             }
         )
     lines = [
-        "| env | config | update x faster | end to end x faster | update FLOPs / step, old/new |",
-        "|---|---|---|---|---|",
+        "| env | config | update x faster (wall) | (CPU) | end to end x faster (wall) | (CPU) "
+        "| update FLOPs / step, old/new |",
+        "|---|---|---|---|---|---|---|",
     ]
     lines += [
         f"| {o['env_id']} | {o['config']} | {o['update_speedup']:.2f} | "
-        f"{o['end_to_end_speedup']:.2f} | {o['update_gflop_ratio']:.2f} |"
+        f"{o['update_speedup_cpu']:.2f} | {o['end_to_end_speedup']:.2f} | "
+        f"{o['end_to_end_speedup_cpu']:.2f} | {o['update_gflop_ratio']:.2f} |"
         for o in out
     ]
     return out, "\n".join(lines)

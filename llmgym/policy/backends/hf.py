@@ -146,6 +146,7 @@ class TransformersBackend:
         return tokens
 
     def _sample(self, prompts, logits, cache, mask, max_new, stop_ids, sampling):
+        """The decode loop of ``generate`` from the prompts' last logits and KV cache."""
         positions = mask.sum(-1)
         stop = torch.tensor(stop_ids, device=self.device)
         done = torch.zeros(len(prompts), dtype=torch.bool, device=self.device)
