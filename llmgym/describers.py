@@ -203,6 +203,15 @@ class GenericDescriber:
     actions: Any = None
     fields: Any = None
 
+    def __post_init__(self) -> None:
+        for name in ("actions", "fields"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, str) or not hasattr(value, "__iter__")):
+                raise ConfigError(
+                    f"{name} must be a list of names or a dict of name -> description, "
+                    f"not {value!r}."
+                )
+
     def action_names(self, env: gym.Env) -> list[str] | None:
         space = env.action_space
         if not isinstance(space, spaces.Discrete):
@@ -250,12 +259,16 @@ class GenericDescriber:
         """The names of a flat Box observation's entries, when ``fields`` gives them."""
         if not self.fields or isinstance(space, spaces.Dict):
             return None
-        size = int(np.prod(space.shape)) if isinstance(space, spaces.Box) else -1
         names = [str(name) for name in self.fields]
+        if not isinstance(space, spaces.Box):
+            raise ConfigError(
+                f"fields names the entries of a flat Box observation or describes a Dict "
+                f"observation's keys; this observation is {space}."
+            )
+        size = int(np.prod(space.shape))
         if len(names) != size:
             raise ConfigError(
-                f"fields must name the {size} entries of a flat Box observation (or describe "
-                f"a Dict observation's keys), not {names} for {space}."
+                f"fields must name the {size} entries of a flat Box observation, not {names}."
             )
         return names
 

@@ -56,6 +56,8 @@ def test_a_dict_observation_gets_key_descriptions():
         (dict(actions=["A"]), "actions must give 2 different names"),
         (dict(actions=["A", "A"]), "actions must give 2 different names"),
         (dict(fields=["x"]), "fields must name the 4 entries"),
+        (dict(fields="some text"), "fields must be a list of names or a dict"),
+        (dict(actions="LEFT"), "actions must be a list of names or a dict"),
     ],
 )
 def test_names_that_do_not_fit_the_spaces_are_refused(kwargs, message):
@@ -69,3 +71,8 @@ def test_a_json_list_never_names_a_discrete_action():
     *_, info = env.step('{"action": [2, 1]}')
     assert info["parse"]["method"] == "fallback" and not info["parse"]["ok"]
     assert np.isscalar(info["parse"]["action"]) or info["parse"]["action"] is not None
+
+
+def test_fields_on_an_observation_they_cannot_name_is_refused():
+    with pytest.raises(ConfigError, match="this observation is Discrete"):
+        llmgym.wrap(gym.make("FrozenLake-v1"), fields=["cell"]).reset(seed=0)
