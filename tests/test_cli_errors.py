@@ -25,6 +25,8 @@ BANDIT = register("a")
 TRAIN = ["train", BANDIT, "--model", "tiny", "--no-progress", "--steps", "16"]
 EVAL = ["eval", "Text-Blackjack-v1", "--agent", "random", "--episodes", "2", "--no-progress"]
 BENCH = ["bench", "--envs", "Text-Blackjack-v1", "--agents", "random", "--episodes", "1"]
+LAKE = ["eval", "Text-FrozenLake-v1", "--agent", "random", "--episodes", "2", "--no-progress"]
+MATH = ["eval", "Text-Arithmetic-v0", "--agent", "random", "--episodes", "2", "--no-progress"]
 HUGE = "100000000000000000000"  # 10**20: past every count limit (llmgym.rollout.MAX_*)
 #: The cheapest training that gets to its end: no start evaluation, a small final one.
 FAST = ["--no-start-eval", "--final-eval-episodes", "2", "--eval-episodes", "2"]
@@ -73,6 +75,29 @@ def _damaged_run_json(tmp: Path) -> str:
     return run
 
 
+class _Code:
+    """Pickled as a call of ``print``: a global that torch.load(weights_only=True) refuses."""
+
+    def __reduce__(self):
+        return (print, ("this ran",))
+
+
+def _pickle_model(tmp: Path) -> str:
+    """A model directory whose weights are a pickle holding more than tensors."""
+    import torch
+    from safetensors.torch import load_file
+
+    from llmgym.policy.testing import tiny_model
+
+    model, tokenizer = tiny_model(0)
+    model.save_pretrained(tmp / "pk")
+    tokenizer.save_pretrained(tmp / "pk")
+    weights = load_file(tmp / "pk" / "model.safetensors") | {"code": _Code()}
+    torch.save(weights, tmp / "pk" / "pytorch_model.bin")
+    (tmp / "pk" / "model.safetensors").unlink()
+    return str(tmp / "pk")
+
+
 def _bad_jsonl(tmp: Path) -> str:
     (tmp / "b").mkdir()
     (tmp / "b" / "episodes.jsonl").write_text('{"x": 1}\n[1, 2]\n')
@@ -111,6 +136,19 @@ ROWS = [
     ("eval-exact-random", ["eval", "Text-FrozenLake-v1", "--agent", "random", "--exact"]),
     ("eval-env-kwarg", [*EVAL, "--env-kwarg", "nope"]),
     ("eval-describer", [*EVAL, "--env-kwarg", "describer=fancy"]),
+    # item 8: tracebacks on bad input
+    ("eval-map-name", [*LAKE, "--env-kwarg", "map_name=9x9"]),
+    ("eval-llm-option-type", [*EVAL, "--agent", "llm:smollm2-135m,temperature=abc"]),
+    ("eval-temperature-nan", [*EVAL, "--agent", "llm:smollm2-135m", "--temperature", "nan"]),
+    ("eval-dataset-config", [*MATH, "--env-kwarg", 'config={"min_terms": -3}'], "reasoning"),
+    ("eval-sb3-on-text", ["eval", "Text-GSM-v0", "--agent", "sb3-a2c"], "reasoning"),
+    ("eval-pickle-weights", [*EVAL, "--agent", lambda t: f"llm:{_pickle_model(t)}"]),
+    # item 9: accepted silently before
+    ("eval-map-desc", [*LAKE, "--env-kwarg", "desc=[[1]]"]),
+    ("eval-max-steps", [*LAKE, "--env-kwarg", "max_episode_steps=-1"]),
+    ("eval-slippery-maybe", [*LAKE, "--env-kwarg", "is_slippery=maybe"]),
+    ("eval-env-kwarg-unknown", [*LAKE, "--env-kwarg", "slippery=false"]),
+    ("eval-temperature-inf", [*EVAL, "--agent", "llm:smollm2-135m", "--temperature", "inf"]),
     ("serve-env", ["serve", "Text-Nope-v0"]),
     ("serve-port", ["serve", "Text-Blackjack-v1", "--port", "70000"]),
     ("serve-sessions", ["serve", "Text-Blackjack-v1", "--max-sessions", "0"]),
@@ -167,6 +205,11 @@ ROWS = [
     ("train-set-inf", [*TRAIN, "--set", "temperature=inf"]),
     ("train-set-huge", [*TRAIN, "--set", "lora_r=1e30"]),
     ("train-set-range", [*TRAIN, "--set", "gamma=1.5"]),
+    ("train-set-lora-r-huge", [*TRAIN, "--set", "lora.r=1e30"]),
+    ("train-set-minibatch-0", [*TRAIN, "--set", "minibatch_size=0"]),
+    ("train-set-grad-norm", [*TRAIN, "--set", "max_grad_norm=-1"]),
+    ("train-env-kwarg-type", [*TRAIN, "--env-kwarg", "good=1", "--output", str]),
+    ("train-pickle-weights", [*TRAIN[:2], "--model", _pickle_model, "--output", str]),
     ("train-eval-episodes", [*TRAIN, "--eval-episodes", "0"]),
     ("train-steps-huge", [*TRAIN[:-2], "--steps", HUGE]),
     ("train-episodes-huge", [*TRAIN, "--episodes", HUGE]),
@@ -202,6 +245,8 @@ def test_bad_input_is_one_sentence_and_exit_2(row, tmp_path, monkeypatch):
     name, args, *flags = row
     if "not-root" in flags and os.geteuid() == 0:
         pytest.skip("root can write into a read-only folder")
+    if "reasoning" in flags:
+        pytest.importorskip("reasoning_gym")
     monkeypatch.chdir(tmp_path)
     cache = tmp_path / "cache"
     if "cache-file" in flags:

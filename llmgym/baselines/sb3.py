@@ -112,7 +112,16 @@ def _check(base_id: str, algo: str) -> None:
         raise AgentError(f"Unknown algorithm {algo!r}: use one of {', '.join(ALGOS)}.")
     if base_id not in gym.registry:
         raise AgentError(f"Unknown environment {base_id!r}: run `llmgym envs` to list them.")
-    if algo == "dqn" and not isinstance(gym.make(base_id).action_space, spaces.Discrete):
+    env = gym.make(base_id)
+    numeric = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+    observed = env.observation_space
+    flat = isinstance(observed, (spaces.Tuple, spaces.Dict))  # flattened by make_base_env
+    if not isinstance(env.action_space, numeric) or not (flat or isinstance(observed, numeric)):
+        raise AgentError(
+            f"SB3 trains on numeric observations and actions, and {base_id} reads or answers "
+            "in text; use random or an llm: agent there."
+        )
+    if algo == "dqn" and not isinstance(env.action_space, spaces.Discrete):
         raise AgentError(f"DQN needs discrete actions and {base_id} has continuous ones.")
 
 

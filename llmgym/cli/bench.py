@@ -123,7 +123,11 @@ def register(app: typer.Typer) -> None:
         except ModuleNotFoundError as err:
             raise _missing(err) from None
         torch.set_num_threads(threads)
+        import gymnasium as gym
+
         base_id = base_env_id(env_id)
+        if base_id not in gym.registry and env_id in gym.registry:
+            base_id = env_id  # language-native: the text env is its own base env
         try:
             path = sb3.model_path(base_id, algo, seed, timesteps)
             cached = path.exists() and not force

@@ -113,14 +113,15 @@ def check_cache() -> None:
 
 
 def check_env_kwargs(env_id: str, env_kwargs: dict[str, Any]) -> None:
-    """Make the env once with ``env_kwargs`` so a bad keyword fails before any model loads."""
-    import gymnasium as gym
+    """Make the env once with ``env_kwargs`` so a bad keyword fails before any model loads
+    (``llmgym.envs.registration.check_env_kwargs``)."""
+    from llmgym.envs.registration import check_env_kwargs as check
+    from llmgym.errors import ConfigError
 
     try:
-        gym.make(env_id, **env_kwargs).close()
-    except (TypeError, ValueError) as error:
-        why = (str(error).splitlines() or [""])[0]
-        raise fail(f"{env_id} does not accept --env-kwarg {env_kwargs} ({why}).") from None
+        check(env_id, env_kwargs)
+    except ConfigError as error:
+        raise fail(str(error)) from None
 
 
 def key_values(items: list[str] | None, option: str) -> dict[str, Any]:

@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import inspect
+import json
+import math
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -197,6 +201,94 @@ def make_eval_env(env_id: str, **kwargs: Any) -> gym.Env:
     return gym.make(env_id, **kwargs)
 
 
+def check_env_kwargs(env_id: str, env_kwargs: dict[str, Any]) -> None:
+    """Refuse, in one sentence (``ConfigError``), keyword arguments that ``env_id`` cannot be
+    made with: a value of another type than the keyword's default (``is_slippery=maybe``), a
+    count that is not a positive whole number (``max_episode_steps=-1``), NaN or an infinity,
+    or anything that fails to make the env and reset it once (``map_name=9x9``, a map with
+    no start, a dataset config its generator refuses), numeric warnings included.
+
+    Example:
+        >>> check_env_kwargs("Text-FrozenLake-v1", {"is_slippery": False})
+        >>> check_env_kwargs("Text-FrozenLake-v1", {"is_slippery": "maybe"})
+        Traceback (most recent call last):
+        ...
+        llmgym.errors.ConfigError: Env kwarg is_slippery must be true or false, not 'maybe'.
+    """
+    if env_id not in gym.registry:
+        raise ConfigError(f"Unknown environment {env_id!r}; run `llmgym envs` to list them.")
+    references, open_ended = _kwarg_references(env_id)
+    for key, value in env_kwargs.items():
+        if not open_ended and key not in references and key not in _MAKE_KWARGS:
+            names = ", ".join(sorted(k for k in references if k != "render_mode"))
+            raise ConfigError(f"{env_id} takes no env kwarg {key!r}; it takes {names}.")
+        expect = _expectation(key, value, references.get(key))
+        if expect:
+            raise ConfigError(f"Env kwarg {key} must be {expect}, not {value!r}.")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # NaN from a map with no start
+            env = gym.make(env_id, **env_kwargs)
+            try:
+                env.reset(seed=0)
+            finally:
+                env.close()
+    except ConfigError:
+        raise  # already one sentence
+    except Exception as error:  # noqa: BLE001 - whatever the env raises is the user's input
+        shown = ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in env_kwargs.items())
+        why = (str(error).splitlines() or [""])[0][:160].rstrip(".") or type(error).__name__
+        raise ConfigError(
+            f"{env_id} cannot be made with {shown or 'its defaults'} "
+            f"({type(error).__name__}: {why})."
+        ) from None
+
+
+#: What ``gym.make`` itself takes besides the env's keywords.
+_MAKE_KWARGS = ("max_episode_steps", "disable_env_checker", "autoreset")
+#: Keywords every text env takes whose values are counts (at least the number given).
+_COUNTS = {"max_episode_steps": 1, "history": 0}
+
+
+def _expectation(key: str, value: Any, reference: Any) -> str:
+    """What ``value`` should have been, or "" where it may be right (the env decides)."""
+    if key in _COUNTS:
+        if isinstance(value, bool) or not isinstance(value, int) or value < _COUNTS[key]:
+            return f"a whole number of at least {_COUNTS[key]}"
+        return ""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "a finite number"
+    if isinstance(reference, bool):
+        return "" if isinstance(value, bool) else "true or false"
+    if isinstance(reference, int) and (isinstance(value, bool) or not isinstance(value, int)):
+        return "a whole number"
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(reference, float) and not number:
+        return "a number"
+    if isinstance(reference, str) and not isinstance(value, str):
+        return "a string"
+    return ""
+
+
+def _kwarg_references(env_id: str) -> tuple[dict[str, Any], bool]:
+    """(keyword -> its registered value or default, whether the env takes other keywords too)
+    for ``env_id``: a wrapped env's base env's keywords and the wrappers'."""
+    spec = gym.spec(env_id)
+    wrapped = spec.entry_point == "llmgym.envs.registration:make_text_env"
+    if wrapped:
+        spec = gym.spec(spec.kwargs["base_id"])
+    found = {k: None for k in WRAPPER_KWARGS} if wrapped else {}
+    try:
+        creator = gym.envs.registration.load_env_creator(spec.entry_point)
+        params = inspect.signature(creator).parameters.values()
+    except (AttributeError, ImportError, ValueError, TypeError):
+        return found | dict(spec.kwargs), True
+    found |= {p.name: p.default for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    found = {k: None if v is inspect.Parameter.empty else v for k, v in found.items()}
+    open_ended = any(p.kind == p.VAR_KEYWORD for p in params)
+    return found | dict(spec.kwargs), open_ended
+
+
 def text_env_ids() -> list[str]:
     """Every registered ``Text-*`` id, in registration order."""
     return [k for k in gym.registry if k.startswith("Text-")]
@@ -208,6 +300,7 @@ __all__ = [
     "WRAPPER_KWARGS",
     "ParseResult",
     "base_env_id",
+    "check_env_kwargs",
     "describer_for",
     "describer_named",
     "make_eval_env",

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import pickle
 import shutil
 import socket
 import sys
@@ -274,6 +275,12 @@ def load_model(
             )
     except (OSError, ValueError) as error:
         raise _not_loadable(name_or_path, error) from None
+    except pickle.UnpicklingError:  # torch.load(weights_only=True) refused: nothing was run
+        raise ModelNotFoundError(
+            f"The weights of model {name_or_path!r} are a pickle that holds more than tensors, "
+            "which llmgym does not load (nothing in it was run); save them as safetensors "
+            "(save_pretrained) and pass the directory again."
+        ) from None
     prepare_tokenizer(tokenizer, model)
     if defaults.gguf is not None:  # so get_model_defaults(model.config._name_or_path) finds it
         model.config._name_or_path = defaults.hub_id

@@ -28,6 +28,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from llmgym.envs.registration import check_env_kwargs
 from llmgym.errors import ConfigError, TrainingError
 from llmgym.policy.config import (
     Checked,
@@ -362,6 +363,8 @@ class TrainConfig:
         for name in SECTIONS:
             getattr(self, name).validate()
         self._check_own_fields()
+        if self.run.env_kwargs:  # the env is made once with them (a bad map name, a typo)
+            check_env_kwargs(self.run.env_id, self.run.env_kwargs)
         _check_vllm_training(self)
 
     def _check_own_fields(self) -> None:
