@@ -30,7 +30,7 @@ source benchmarks/leaderboard_agents.sh
 cell Text-CartPole-v1 "$ZS" 500 32
 cell Text-CartPole-v1 "$CARTPOLE" 30 10
 for env in ${LONG_DISCRETE//,/ }; do cell "$env" "$ZS" 30 30; done
-for env in ${LONG_ENVS//,/ }; do cell "$env" "$GEN" 10 10; done
+for env in ${LONG_ENVS//,/ }; do cell "$env" "$GEN" 30 10; done
 wait
 if [ "$OUT" = benchmarks/results/classic ]; then README=; else README=--no-readme; fi
 python benchmarks/leaderboard_readme.py --output "$OUT" $README

@@ -37,9 +37,9 @@ import numpy as np
 from gymnasium import spaces
 
 from llmgym.baselines.base import BaselineAgent
-from llmgym.baselines.sb3_recipes import RECIPES, SB3Config
+from llmgym.baselines.sb3_recipes import RECIPES, SB3Config, annealing, resolve
 from llmgym.envs.registration import base_env_id, make_eval_env
-from llmgym.errors import AgentError
+from llmgym.errors import AgentError, UnsupportedEnvError
 from llmgym.files import atomic_path, write_text
 from llmgym.rollout import MAX_TIMESTEPS
 
@@ -117,12 +117,12 @@ def _check(base_id: str, algo: str) -> None:
     observed = env.observation_space
     flat = isinstance(observed, (spaces.Tuple, spaces.Dict))  # flattened by make_base_env
     if not isinstance(env.action_space, numeric) or not (flat or isinstance(observed, numeric)):
-        raise AgentError(
+        raise UnsupportedEnvError(
             f"SB3 trains on numeric observations and actions, and {base_id} reads or answers "
             "in text; use random or an llm: agent there."
         )
     if algo == "dqn" and not isinstance(env.action_space, spaces.Discrete):
-        raise AgentError(f"DQN needs discrete actions and {base_id} has continuous ones.")
+        raise UnsupportedEnvError(f"DQN needs discrete actions and {base_id} has continuous ones.")
 
 
 def model_path(
@@ -140,18 +140,6 @@ def model_path(
     key = json.dumps([recipe, env_kwargs], sort_keys=True, default=str)
     digest = hashlib.sha1(key.encode()).hexdigest()[:8]
     return cache_dir() / f"{base_id}-{algo}-s{seed}-{digest}.safetensors"
-
-
-def _resolve(hyperparams: dict[str, Any]) -> dict[str, Any]:
-    """Turn ``"lin_X"`` strings into SB3 schedules (progress goes from 1 to 0)."""
-
-    def linear(start: float) -> Any:
-        return lambda progress: progress * start
-
-    return {
-        k: linear(float(v[4:])) if isinstance(v, str) and v.startswith("lin_") else v
-        for k, v in hyperparams.items()
-    }
 
 
 def train(
@@ -186,7 +174,8 @@ def train(
     steps = timesteps or config.n_timesteps
     model = _build(base_id, algo, seed, config.n_envs, env_kwargs)
     start = time.perf_counter()
-    model.learn(total_timesteps=steps, progress_bar=progress)
+    callback = annealing(config.hyperparams)
+    model.learn(total_timesteps=steps, progress_bar=progress, callback=callback)
     seconds = time.perf_counter() - start
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu().contiguous() for k, v in model.policy.state_dict().items()}
@@ -232,7 +221,7 @@ def _build(
     from stable_baselines3.common.vec_env import VecNormalize
 
     config = config or config_for(base_id, algo)
-    hyperparams = _resolve(config.hyperparams)
+    hyperparams = resolve(config.hyperparams)
     vec_env = make_vec_env(lambda: make_base_env(base_id, **env_kwargs), n_envs=n_envs, seed=seed)
     if config.normalize and for_training:
         vec_env = VecNormalize(
@@ -410,7 +399,8 @@ def learning_curve(
 
     record(0)
     start, before = time.perf_counter(), eval_seconds
-    model.learn(total_timesteps=budget, callback=EvalEvery())
+    anneal = annealing(config.hyperparams)
+    model.learn(total_timesteps=budget, callback=[EvalEvery(), *([anneal] if anneal else [])])
     train_seconds = time.perf_counter() - start - (eval_seconds - before)
     if steps[-1] < model.num_timesteps:
         record(model.num_timesteps)

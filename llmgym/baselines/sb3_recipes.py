@@ -32,12 +32,66 @@ class SB3Config:
     n_envs: int = 1
     """Parallel envs (DummyVecEnv)."""
     hyperparams: dict[str, Any] = field(default_factory=dict)
-    """Keyword arguments of the SB3 algorithm; ``"lin_X"`` is a linear schedule from X to 0."""
+    """Keyword arguments of the SB3 algorithm; ``"lin_X"`` is a linear schedule from X to 0
+    (``resolve``; for the entropy coefficient, ``annealing``)."""
     normalize: bool = False
     """Train under ``VecNormalize`` (observations and rewards; the zoo's ``normalize: true``);
     the observation statistics are saved with the policy and applied when it acts."""
     norm_reward: bool = True
     """Whether ``normalize`` also scales rewards (the zoo turns it off for some recipes)."""
+
+
+#: Hyperparameters SB3 takes only as numbers: as ``"lin_X"`` they start at X and llmgym anneals
+#: them linearly to 0 itself, before each rollout (``annealing``).
+ANNEALED = ("ent_coef",)
+
+
+def _linear_start(value: Any) -> float | None:
+    return float(value[4:]) if isinstance(value, str) and value.startswith("lin_") else None
+
+
+def resolve(hyperparams: dict[str, Any]) -> dict[str, Any]:
+    """Turn ``"lin_X"`` strings into SB3 schedules (progress goes from 1 to 0); those SB3
+    cannot schedule (``ANNEALED``) into their start, X, which ``annealing`` then lowers.
+
+    Example:
+        >>> resolved = resolve({"learning_rate": "lin_1e-3", "ent_coef": "lin_0.5", "gamma": 0.9})
+        >>> resolved["learning_rate"](0.5), resolved["ent_coef"], resolved["gamma"]
+        (0.0005, 0.5, 0.9)
+    """
+
+    def linear(start: float) -> Any:
+        return lambda progress: progress * start
+
+    resolved = {}
+    for key, value in hyperparams.items():
+        start = _linear_start(value)
+        if start is None:
+            resolved[key] = value
+        else:
+            resolved[key] = start if key in ANNEALED else linear(start)
+    return resolved
+
+
+def annealing(hyperparams: dict[str, Any]) -> Any:
+    """The SB3 callback that sets each ``"lin_X"`` of ``ANNEALED`` (the entropy coefficient) to
+    X times the progress left before each rollout, as SB3 does for its own schedules; None
+    when the recipe anneals none of them."""
+    starts = {k: _linear_start(v) for k, v in hyperparams.items() if k in ANNEALED}
+    starts = {k: v for k, v in starts.items() if v is not None}
+    if not starts:
+        return None
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Anneal(BaseCallback):
+        def _on_rollout_start(self) -> None:
+            for key, start in starts.items():
+                setattr(self.model, key, start * self.model._current_progress_remaining)
+
+        def _on_step(self) -> bool:
+            return True
+
+    return Anneal()
 
 
 # The zoo's budgets are cut where they would take more than a few minutes on a 2-core CPU;

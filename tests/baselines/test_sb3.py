@@ -256,3 +256,32 @@ def test_training_says_what_it_trains_and_where_it_caches(monkeypatch, cache, ca
     ]
     sb3.load_agent("CartPole-v1", "ppo")  # cached now: nothing said, nothing trained
     assert capsys.readouterr().err == ""
+
+
+def test_an_annealed_entropy_coefficient_falls_to_zero_over_training(monkeypatch):
+    """``ent_coef="lin_X"`` (SB3 takes only a number there): it starts at X and falls linearly
+    with the progress left, set before each rollout; the recipe's hash covers it."""
+    import json
+
+    from llmgym.baselines.sb3_recipes import annealing
+
+    hyper = dict(n_steps=32, batch_size=32, n_epochs=1, ent_coef="lin_0.4")
+    config = sb3.SB3Config(128, "test", hyperparams=hyper)
+    model = sb3._build("CartPole-v1", "ppo", 0, 1, {}, config=config)
+    assert model.ent_coef == 0.4
+    seen = []
+    anneal = annealing(config.hyperparams)
+    train_step = model.train
+
+    def recording():
+        seen.append(model.ent_coef)
+        train_step()
+
+    monkeypatch.setattr(model, "train", recording)
+    model.learn(total_timesteps=128, callback=anneal)
+    assert seen == pytest.approx([0.4, 0.3, 0.2, 0.1])
+    assert annealing({"ent_coef": 0.01}) is None
+    monkeypatch.setitem(sb3.HYPERPARAMS, ("CartPole-v1", "ppo"), config)
+    path = sb3.train("CartPole-v1", "ppo", progress=False)  # trains and records the schedule
+    record = json.loads(path.with_suffix(".json").read_text())
+    assert record["config"]["hyperparams"]["ent_coef"] == "lin_0.4"
