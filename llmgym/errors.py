@@ -24,6 +24,12 @@ class AgentError(LLMGymError, ValueError):
     """An unknown agent name, or an agent that cannot play an env."""
 
 
+class UnsupportedEnvError(AgentError):
+    """An agent that cannot play an env (no expert for it, DQN on continuous actions, SB3 on a
+    text env): a bench leaves such a cell out and plays the others. Any other ``AgentError``
+    (a broken agent name, a missing run) stops the bench."""
+
+
 class TrainingError(LLMGymError, RuntimeError):
     """A bad training config, or a run directory or checkpoint that is missing or damaged."""
 
@@ -74,5 +80,6 @@ __all__ = [
     "OutputError",
     "RayBenchError",
     "TrainingError",
+    "UnsupportedEnvError",
     "VLLMError",
 ]

@@ -54,11 +54,14 @@ def output_error(path: str | Path, error: BaseException) -> OutputError:
         >>> print(output_error("out/a.png", OSError(errno.EROFS, "Read-only file system")))
         Cannot write out/a.png (Read-only file system); pick a writable path.
     """
-    fix = (
-        "pick a writable path"
-        if getattr(error, "errno", None) in _NOT_WRITABLE
-        else "free some space or pick another path"
-    )
+    code = getattr(error, "errno", None)
+    fix = "free some space or pick another path"
+    if code in _NOT_WRITABLE:
+        fix = "pick a writable path"
+    elif code == errno.EISDIR:
+        fix = "pass a file path, not a folder"
+    elif code in (errno.ENOTDIR, errno.EEXIST):  # mkdir of a folder that is a file
+        fix = "a folder on that path is a file; pick another path"
     return OutputError(f"Cannot write {path} ({_reason(error)}); {fix}.")
 
 

@@ -27,6 +27,7 @@ EVAL = ["eval", "Text-Blackjack-v1", "--agent", "random", "--episodes", "2", "--
 BENCH = ["bench", "--envs", "Text-Blackjack-v1", "--agents", "random", "--episodes", "1"]
 LAKE = ["eval", "Text-FrozenLake-v1", "--agent", "random", "--episodes", "2", "--no-progress"]
 MATH = ["eval", "Text-Arithmetic-v0", "--agent", "random", "--episodes", "2", "--no-progress"]
+BENCH_BJ = [*BENCH, "--output", str]  # --agents given after it replaces random
 HUGE = "100000000000000000000"  # 10**20: past every count limit (llmgym.rollout.MAX_*)
 #: The cheapest training that gets to its end: no start evaluation, a small final one.
 FAST = ["--no-start-eval", "--final-eval-episodes", "2", "--eval-episodes", "2"]
@@ -104,11 +105,17 @@ def _bad_jsonl(tmp: Path) -> str:
     return str(tmp / "b")
 
 
-def _metrics_run(tmp: Path) -> str:
-    """A run directory with one logged row (a plot of it works)."""
+def _metrics_run(tmp: Path, rows: str = '{"env_steps": 16, "eval/mean_return": 0.5}\n') -> str:
+    """A run directory with ``rows`` logged (by default one row, which plots)."""
     (tmp / "m").mkdir()
-    (tmp / "m" / "metrics.jsonl").write_text('{"env_steps": 16, "eval/mean_return": 0.5}\n')
+    (tmp / "m" / "metrics.jsonl").write_text(rows)
     return str(tmp / "m")
+
+
+def _empty_csv(tmp: Path) -> str:
+    (tmp / "c").mkdir()
+    (tmp / "c" / "metrics.csv").write_text("")
+    return str(tmp / "c")
 
 
 def _bad_metrics(tmp: Path) -> str:
@@ -149,6 +156,7 @@ ROWS = [
     ("eval-slippery-maybe", [*LAKE, "--env-kwarg", "is_slippery=maybe"]),
     ("eval-env-kwarg-unknown", [*LAKE, "--env-kwarg", "slippery=false"]),
     ("eval-temperature-inf", [*EVAL, "--agent", "llm:smollm2-135m", "--temperature", "inf"]),
+    ("eval-llm-empty-run", [*EVAL, "--agent", "llm:smollm2-135m@"]),
     ("serve-env", ["serve", "Text-Nope-v0"]),
     ("serve-port", ["serve", "Text-Blackjack-v1", "--port", "70000"]),
     ("serve-sessions", ["serve", "Text-Blackjack-v1", "--max-sessions", "0"]),
@@ -172,6 +180,17 @@ ROWS = [
     ("bench-output-file", [*BENCH, "--output", _file]),
     ("bench-output-readonly", [*BENCH, "--output", _readonly], "not-root"),
     ("bench-bad-jsonl", [*BENCH, "--output", _bad_jsonl]),
+    # item 9: a bench that played nothing, or an agent that cannot be built, is not a success
+    ("bench-agents-empty", [*BENCH_BJ, "--agents", ""]),
+    ("bench-agents-commas", [*BENCH_BJ, "--agents", " , "]),
+    ("bench-envs-empty", [*BENCH[:1], "--envs", "", *BENCH[3:]]),
+    ("bench-llm-option", [*BENCH_BJ, "--agents", "llm:smollm2-135m,bogus=1"]),
+    ("bench-llm-option-value", [*BENCH_BJ, "--agents", "llm:smollm2-135m,temperature=inf"]),
+    ("bench-llm-empty-run", [*BENCH_BJ, "--agents", "llm:smollm2-135m@"]),
+    ("bench-llm-missing-run", [*BENCH_BJ, "--agents", lambda t: f"llm:tiny@{t / 'nope'}"]),
+    ("bench-llm-damaged-run", [*BENCH_BJ, "--agents", _damaged_run, "--output", str]),
+    ("bench-nothing-playable", ["bench", "--envs", "Text-Pendulum-v1", "--agents", "sb3-dqn"]),
+    ("bench-ray-unreachable", [*BENCH, "--ray", "127.0.0.1:9", "--output", str], "ray"),
     ("baselines-seed", ["baselines", "train", "CartPole-v1", "--seed", "-1"]),
     ("baselines-timesteps-neg", ["baselines", "train", "CartPole-v1", "--timesteps", "-5"]),
     ("baselines-timesteps-0", ["baselines", "train", "CartPole-v1", "--timesteps", "0"]),
@@ -234,6 +253,9 @@ ROWS = [
     ("resume-damaged-run-json", [*RESUME_BJ[:-1], _damaged_run_json]),
     ("plot-missing", ["plot", lambda t: str(t / "nothing")]),
     ("plot-garbage", ["plot", _bad_metrics]),
+    ("plot-empty", ["plot", lambda t: _metrics_run(t, "")]),
+    ("plot-no-llmgym-rows", ["plot", lambda t: _metrics_run(t, '{"a": 1}\n{"b": "x"}\n')]),
+    ("plot-empty-csv", ["plot", _empty_csv]),
     ("plot-out-full", ["plot", _metrics_run, "--out", "/dev/full"]),
     ("plot-out-suffix", ["plot", _metrics_run, "--out", "x.xyz"]),
     ("plot-out-dir", ["plot", _metrics_run, "--out", lambda t: str(t)]),
@@ -247,6 +269,8 @@ def test_bad_input_is_one_sentence_and_exit_2(row, tmp_path, monkeypatch):
         pytest.skip("root can write into a read-only folder")
     if "reasoning" in flags:
         pytest.importorskip("reasoning_gym")
+    if "ray" in flags:
+        pytest.importorskip("ray")
     monkeypatch.chdir(tmp_path)
     cache = tmp_path / "cache"
     if "cache-file" in flags:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from llmgym.baselines.base import TextAgent
@@ -39,11 +40,69 @@ def register_agent(kind: str, factory: AgentFactory) -> None:
 
 
 def check_agent_name(name: str) -> None:
-    """Raise ``AgentError`` unless ``name``'s kind is registered (loads nothing)."""
-    if name.partition(":")[0] not in AGENTS:
+    """Raise ``AgentError`` unless ``name``'s kind is registered and, for ``llm:``, its options,
+    their values and its run path are well formed (loads nothing).
+
+    Example:
+        >>> check_agent_name("llm:smollm2-135m,temperature=0.5")
+        >>> check_agent_name("llm:smollm2-135m@")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        llmgym.errors.AgentError: Agent 'llm:smollm2-135m@' names no run after '@'; pass ...
+    """
+    kind, _, argument = name.partition(":")
+    if kind not in AGENTS:
         raise AgentError(
             f"Unknown agent {name!r}; use one of {', '.join(f'{k}[:ARG]' for k in AGENTS)}."
         )
+    if kind == "llm":
+        parse_llm_name(argument, name)
+
+
+def parse_llm_name(argument: str, name: str = "", **config: Any) -> tuple[str, str, Any]:
+    """``MODEL[@RUN][,key=value...]`` (the part after ``llm:``) as (model, run, PolicyConfig);
+    the options after commas override ``config``. Raises ``AgentError`` in one sentence for an
+    option that is not ``key=value``, not a ``PolicyConfig`` field or not a value it takes, an
+    empty model or run, or a run path that does not exist (loads nothing).
+
+    Example:
+        >>> model, run, config = parse_llm_name("smollm2-135m,mode=generate,temperature=0.7")
+        >>> model, run, config.mode, config.temperature
+        ('smollm2-135m', '', 'generate', 0.7)
+    """
+    from llmgym.policy import PolicyConfig
+    from llmgym.policy.models import DEFAULT_MODEL
+
+    name = name or f"llm:{argument}"
+    model_ref, *pairs = (argument or DEFAULT_MODEL).split(",")
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise AgentError(f"Agent option {pair!r} must look like key=value.")
+        config[key.strip()] = _option_value(value)
+    known = PolicyConfig.__dataclass_fields__
+    unknown = [k for k in config if k not in known and k != "mode" and config[k] is not None]
+    if pairs and unknown:
+        raise AgentError(f"Unknown LLM option {unknown[0]!r}; use PolicyConfig's fields.")
+    model, at, run = model_ref.strip().partition("@")
+    if at and not run.strip():
+        raise AgentError(
+            f"Agent {name!r} names no run after '@'; pass llm:MODEL@RUN_DIR, or drop the '@' "
+            "for the model itself."
+        )
+    if not model and not at:
+        raise AgentError(f"Agent {name!r} names no model; pass llm:MODEL (llm:{DEFAULT_MODEL}).")
+    if run and not Path(run).expanduser().exists():
+        raise AgentError(
+            f"No run or policy directory at {run!r} (agent {name!r}); pass the --output of "
+            "`llmgym train` or a policy directory."
+        )
+    values = {k: v for k, v in config.items() if k in known and k != "mode" and v is not None}
+    try:
+        policy_config = PolicyConfig(mode=config.get("mode") or "score", **values)
+    except ValueError as error:  # ConfigValueError: a value the field does not take
+        raise AgentError(str(error)) from None
+    return model, run, policy_config
 
 
 def split_agent_names(text: str) -> list[str]:
@@ -124,24 +183,10 @@ def _llm(
 ) -> LLMAgent:
     """``llm:MODEL[@CHECKPOINT][,key=value...]``: the options after commas override ``config``
     (``llm:smollm2-135m,mode=generate,temperature=0.7``)."""
-    from llmgym.policy import LLMPolicy, PolicyConfig
+    from llmgym.policy import LLMPolicy
     from llmgym.policy.models import DEFAULT_MODEL, load_model, load_tokenizer
 
-    model_ref, *pairs = (argument or DEFAULT_MODEL).split(",")
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise AgentError(f"Agent option {pair!r} must look like key=value.")
-        config[key] = _option_value(value)
-    mode = config.pop("mode", mode)
-    known = PolicyConfig.__dataclass_fields__
-    unknown = [k for k in config if k not in known and config[k] is not None]
-    if pairs and unknown:
-        raise AgentError(f"Unknown LLM option {unknown[0]!r}; use PolicyConfig's fields.")
-    policy_config = PolicyConfig(
-        mode=mode, seed=seed, **{k: v for k, v in config.items() if k in known and v is not None}
-    )
-    model_name, _, checkpoint = model_ref.partition("@")
+    model_name, checkpoint, policy_config = parse_llm_name(argument, mode=mode, seed=seed, **config)
     if policy_config.backend == "vllm":  # the server holds the weights: load the tokenizer
         if checkpoint:
             raise AgentError(
@@ -166,7 +211,10 @@ def _llm(
 
 
 def _option_value(text: str) -> Any:
-    """``"0.7"`` -> 0.7, ``"true"`` -> True, other text stays text (JSON, never eval)."""
+    """``"0.7"`` -> 0.7, ``"true"`` -> True, ``"nan"``/``"inf"`` -> the floats (which the
+    config then refuses by name), other text stays text (JSON, never eval)."""
+    if text.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        return float(text)
     try:
         return json.loads(text)
     except ValueError:
@@ -184,6 +232,7 @@ __all__ = [
     "TextAgent",
     "check_agent_name",
     "make_agent",
+    "parse_llm_name",
     "split_agent_names",
     "register_agent",
 ]

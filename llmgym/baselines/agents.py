@@ -32,7 +32,7 @@ from gymnasium import spaces
 from llmgym.baselines.base import BaselineAgent, format_action
 from llmgym.baselines.planning import blackjack_solution, solve_tabular
 from llmgym.envs.registration import DEFAULT_MAX_STEPS, base_env_id, make_eval_env
-from llmgym.errors import AgentError
+from llmgym.errors import AgentError, UnsupportedEnvError
 
 #: Names ``make_baseline`` accepts.
 BASELINE_NAMES = ("random", "optimal", "sb3-ppo", "sb3-dqn", "sb3-a2c")
@@ -243,7 +243,9 @@ def make_baseline(name: str, env_id: str, seed: int = 0, **env_kwargs: Any) -> B
         return RandomAgent(env, seed)
     build = OPTIMAL.get(type(env.unwrapped).__name__)
     if build is None:
-        raise AgentError(f"No optimal or heuristic agent for {env_id}; try sb3-ppo instead.")
+        raise UnsupportedEnvError(
+            f"No optimal or heuristic agent for {env_id}; try sb3-ppo instead."
+        )
     return PolicyAgent(env, build(env), "optimal")
 
 

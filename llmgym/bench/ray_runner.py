@@ -25,11 +25,12 @@ Example:
 from __future__ import annotations
 
 import itertools
+import socket
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from llmgym.agents.registry import AgentError, TextAgent, check_agent_name
+from llmgym.agents.registry import TextAgent, check_agent_name
 from llmgym.bench.runner import (
     Callback,
     EpisodeLog,
@@ -39,7 +40,7 @@ from llmgym.bench.runner import (
     run_episodes,
     wants_exact,
 )
-from llmgym.errors import RayBenchError
+from llmgym.errors import RayBenchError, UnsupportedEnvError
 from llmgym.rollout import MAX_ENVS, MAX_EPISODES, check_count
 
 #: Tasks submitted and not yet collected, at most: the rest are submitted as these finish, so
@@ -47,6 +48,12 @@ from llmgym.rollout import MAX_ENVS, MAX_EPISODES, check_count
 MAX_IN_FLIGHT = 256
 #: How often Ray reruns a task whose worker process died (killed, out of memory, node lost).
 MAX_RETRIES = 3
+#: Seconds a cluster's head (``HOST:PORT``) has to answer before the bench gives up on it:
+#: ``ray.init`` itself retries an address that does not answer for as long as it runs.
+CONNECT_TIMEOUT_S = 10.0
+#: The client preface of HTTP/2 and an empty SETTINGS frame: a gRPC server (a Ray head's GCS)
+#: answers with a SETTINGS frame of its own.
+_H2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 #: A worker's agents, by (name, env or None for LLM agents, seed); see ``cached_agent``.
 _AGENTS: dict[tuple[str, str | None, int], TextAgent] = {}
 
@@ -56,6 +63,43 @@ def chunks(seeds: Iterable[int], size: int) -> Iterator[list[int]]:
     upcoming = iter(seeds)
     while piece := list(itertools.islice(upcoming, size)):
         yield piece
+
+
+def check_head(address: str | None, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Raise ``RayBenchError`` in one sentence unless ``address`` (``HOST:PORT``) answers as a
+    gRPC server, as a Ray head's GCS does, within ``timeout`` seconds; ``None``, ``auto``,
+    ``local`` and ``ray://`` addresses are left to Ray.
+
+    Example:
+        >>> try:
+        ...     check_head("127.0.0.1:9", timeout=1)
+        ... except RayBenchError as error:
+        ...     print(str(error)[:42])
+        No Ray cluster answers at 127.0.0.1:9 (Con
+    """
+    if address is None or address in ("auto", "local") or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise RayBenchError(f"Ray address {address!r} is not HOST:PORT, auto or local.")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as conn:
+            conn.settimeout(timeout)
+            conn.sendall(_H2_HELLO)
+            answer = conn.recv(9)
+    except OSError as error:
+        why = error.strerror or type(error).__name__
+        if isinstance(error, TimeoutError):
+            why = f"nothing within {timeout:g} s"
+        raise RayBenchError(
+            f"No Ray cluster answers at {address} ({why}); start one there with `ray start "
+            "--head`, or check the address."
+        ) from None
+    if len(answer) < 9 or answer[3] != 4:  # not a SETTINGS frame: not gRPC
+        raise RayBenchError(
+            f"{address} answers, but not as a Ray cluster's head (its GCS port, 6379 by "
+            "default); check the address."
+        )
 
 
 def cached_agent(name: str, env_id: str, seed: int) -> TextAgent:
@@ -74,7 +118,7 @@ def play_chunk(
     the agent cannot play the env."""
     try:
         agent = cached_agent(agent_name, env_id, seed)
-    except AgentError as err:
+    except UnsupportedEnvError as err:
         return {"skip": str(err)}
     rows: list[dict[str, Any]] = []
     run_episodes(env_id, agent, seeds, rows.append, batch_size)
@@ -85,7 +129,7 @@ def exact_chunk(env_id: str, agent_name: str, seed: int) -> dict[str, Any]:
     """A task: ``{"exact": exact_row}`` for a cell, or ``{"skip": reason}``."""
     try:
         agent = cached_agent(agent_name, env_id, seed)
-    except AgentError as err:
+    except UnsupportedEnvError as err:
         return {"skip": str(err)}
     return {"exact": exact_row(env_id, agent_name, agent)}
 
@@ -95,7 +139,7 @@ def _cache_sb3(agent_name: str, env_id: str, seed: int) -> None:
     the workers build the agent; a cell the agent cannot play is left to the task to skip."""
     try:
         bench_agent(agent_name, env_id, seed)
-    except AgentError:
+    except UnsupportedEnvError:
         pass
 
 
@@ -152,7 +196,14 @@ def run_bench_ray(
     check_count(chunk_size or batch_size, "chunk_size", MAX_EPISODES)
     started = not ray.is_initialized()
     if started:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        check_head(address)
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        except (ConnectionError, RuntimeError, ValueError) as error:
+            why = (str(error).splitlines() or [type(error).__name__])[0][:200]
+            raise RayBenchError(
+                f"Ray could not join or start a cluster at {address or 'this machine'} ({why})."
+            ) from None
     options = {"max_retries": MAX_RETRIES, "retry_exceptions": False}
     play = ray.remote(**options)(play_chunk)
     exact = ray.remote(**options)(exact_chunk)
@@ -183,7 +234,7 @@ def run_bench_ray(
                 if "skip" in result and cell not in skipped:
                     skipped.add(cell)
                     if on_skip is None:
-                        raise AgentError(result["skip"])
+                        raise UnsupportedEnvError(result["skip"])
                     on_skip(*cell, result["skip"])
                 for row in result.get("rows", []):
                     log.write(row)

@@ -39,7 +39,7 @@ from llmgym.agents.registry import check_agent_name, make_agent
 from llmgym.baselines.base import TextAgent
 from llmgym.bench.suites import episodes_for
 from llmgym.envs.registration import make_eval_env
-from llmgym.errors import AgentError
+from llmgym.errors import UnsupportedEnvError
 from llmgym.evaluation.evaluator import evaluate
 from llmgym.rollout import MAX_ENVS, Episode, check_count
 
@@ -368,7 +368,9 @@ def run_bench(
     ``episodes`` overrides the per-env counts of ``llmgym.bench.suites.EPISODES``. Hooks:
     ``on_cell(env, agent, n)`` before a cell runs n episodes, ``on_episode(row)`` after each
     episode, ``on_skip(env, agent, reason)`` when an agent cannot play an env (DQN on
-    continuous actions, no heuristic for it); such cells are left out, the others run.
+    continuous actions, no heuristic for it: ``UnsupportedEnvError``); such cells are left
+    out, the others run. An agent that cannot be built at all (a broken name, a missing run)
+    raises its ``AgentError``.
     ``keep_rows=False`` returns no rows (they are in ``episodes.jsonl``), so memory does not
     grow with the rows written; seeds are read lazily, never listed.
     """
@@ -383,7 +385,7 @@ def run_bench(
                 continue
             try:
                 agent = bench_agent(agent_name, env_id, seed)
-            except AgentError as err:
+            except UnsupportedEnvError as err:  # any other AgentError stops the bench
                 if on_skip is None:
                     raise
                 on_skip(env_id, agent_name, str(err))

@@ -194,13 +194,18 @@ def register(app: typer.Typer) -> None:
         from llmgym.bench.suites import suite_envs
 
         names = split_agent_names(agents)
+        if not names:
+            raise fail(f"--agents {agents!r} names no agent; pass e.g. --agents random,optimal.")
         try:
             for name in names:
-                check_agent_name(name)
+                check_agent_name(name)  # an llm: agent's options and run too (loads nothing)
         except AgentError as err:
             raise fail(str(err)) from None
+        if envs is not None and not [e for e in envs.split(",") if e.strip()]:
+            raise fail(f"--envs {envs!r} names no env; pass e.g. --envs Text-Blackjack-v1.")
         try:
-            env_ids = [e.strip() for e in envs.split(",")] if envs else suite_envs(suite)
+            env_ids = [e.strip() for e in envs.split(",") if e.strip()] if envs else None
+            env_ids = env_ids or suite_envs(suite)
         except ValueError as err:
             raise fail(str(err)) from None
         if not env_ids:
@@ -232,6 +237,7 @@ def register(app: typer.Typer) -> None:
         progress = Progress(
             "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
         )
+        skipped: list[str] = []  # cells no agent could play
         try:
             with progress:
                 task = progress.add_task("bench", total=sum(len(s) for s in todo.values()))
@@ -240,6 +246,7 @@ def register(app: typer.Typer) -> None:
                     progress.update(task, description=f"{env_id} {agent}")
 
                 def on_skip(env_id: str, agent: str, reason: str) -> None:
+                    skipped.append(reason)
                     progress.console.print(f"skip {agent} on {env_id}: {reason}")
 
                 def advance(row: dict[str, object]) -> None:
@@ -276,6 +283,8 @@ def register(app: typer.Typer) -> None:
         except KeyboardInterrupt:
             typer.echo(f"Interrupted: finished episodes are in {out}; rerun to resume.")
             raise typer.Exit(130) from None
+        if skipped and len(skipped) == len(env_ids) * len(names):  # nothing could be played
+            raise fail(f"No agent asked for can play these envs ({skipped[0].rstrip('.')}).")
         try:
             stats = write_report(out, env_ids, names, command)
         except OSError as err:  # OutputError: a full disk or a read-only folder

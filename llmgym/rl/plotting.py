@@ -51,6 +51,19 @@ def _series(rows: list[dict[str, float]], key: str) -> tuple[list[float], list[f
     return xs, ys
 
 
+#: The series a learning curve draws; metrics with none of them have nothing to plot.
+PLOTTED = (
+    "charts/episodic_return",
+    "eval/mean_return",
+    "final_eval/mean_return",
+    "llmgym/parse_rate",
+    "eval/parse_rate",
+    "losses/kl",
+    "losses/approx_kl",
+    "charts/entropy",
+)
+
+
 def plot_run(
     run_dir: str | Path,
     out: str | Path | None = None,
@@ -67,6 +80,11 @@ def plot_run(
     import matplotlib.pyplot as plt
 
     rows = read_metrics(run_dir)
+    if not any(_series(rows, key)[0] for key in PLOTTED):
+        raise TrainingError(
+            f"The metrics of {run_dir} hold no row llmgym logged (no return, parse rate, KL or "
+            "entropy); pass the --output directory of a run that trained."
+        )
     out = Path(out) if out else Path(run_dir) / "learning_curve.png"
     fig, axes = plt.subplots(2, 2, figsize=(11, 7), constrained_layout=True)
     suffix = out.suffix.lstrip(".").lower()
@@ -101,7 +119,8 @@ def plot_run(
         ax.axhline(value, ls="--", lw=1, color="gray")
         ax.annotate(name, (0, value), xycoords=("axes fraction", "data"), fontsize=8, va="bottom")
     ax.set_title("return")
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
     panels: list[tuple[Any, str, list[str]]] = [
         (axes[0, 1], "parse rate", ["llmgym/parse_rate", "eval/parse_rate"]),
         (axes[1, 0], "KL", ["losses/kl", "losses/approx_kl"]),
