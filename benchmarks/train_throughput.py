@@ -8,7 +8,9 @@ Three configurations on Text-Blackjack-v1 and Text-CartPole-v1, each in its own 
 * ``score-lora-head``: score mode, LoRA in the last ``lora_layers`` layers plus the head;
 * ``generate-lora``: generate mode, LoRA (generate mode has no action head);
 * ``score-head-layer8``: ``score-head`` with the head alone (``lm_prior=false``) on hidden
-  state 8, so each forward stops after 8 of the 30 decoder layers (not in the default set).
+  state 8, so each forward stops after 8 of the 30 decoder layers (not in the default set);
+* ``score-lora4-head``: ``score-lora-head`` with LoRA in the last 4 layers instead of 8 (a
+  recipe change: half the layers the update runs; not in the default set).
 
 Each iteration runs ``trainer.run_iteration()`` (collect ``episodes_per_update`` episodes,
 one PPO update; no evaluation, no checkpoint). ``--paths old new`` runs each configuration
@@ -66,6 +68,12 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "action_head": True,
         "lm_prior": False,
         "head_layers": [8],
+    },
+    "score-lora4-head": {
+        "mode": "score",
+        "train_backbone": True,
+        "action_head": True,
+        "lora_layers": 4,
     },
 }
 COMMON = {"update_epochs": 4, "temperature": 2.0, "ent_coef": 0.05}

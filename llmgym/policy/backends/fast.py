@@ -143,19 +143,21 @@ def completion_logprobs(backend: Any, prompts, completions, temperature: float):
         past_key_values=trunk._cache(kv, len(rows), False),
         use_cache=True,
     ).last_hidden_state
+    # One gather for every completion position (per-row slices of the [T, V] log-probs would
+    # each fill a [T, V] zero gradient in the backward pass).
     width = final.shape[1]
-    picked = torch.cat([final[b, width - n :] for b, n in enumerate(sizes)])
-    head = trunk.output_embeddings()
-    logp = torch.log_softmax(head(picked).float() / temperature, dim=-1)
-    token_logprobs, entropy, start = [], [], 0
-    for i, n in zip(order, sizes):
-        step = logp[start : start + n]
-        start += n
-        target = torch.tensor(list(completions[i]), device=backend.device)
-        token_logprobs.append(step.gather(-1, target[:, None]).squeeze(-1))
-        entropy.append(-(step.exp() * step).sum(-1).mean())
-    hidden = torch.stack([final[b, width - n] for b, n in enumerate(sizes)])
-    return [token_logprobs[j] for j in inverse], torch.stack(entropy)[inverse], hidden[inverse]
+    rows_at = torch.tensor(
+        [b * width + width - n + k for b, n in enumerate(sizes) for k in range(n)]
+    )
+    picked = final.reshape(-1, final.shape[-1])[rows_at.to(backend.device)]
+    logp = torch.log_softmax(trunk.output_embeddings()(picked).float() / temperature, dim=-1)
+    targets = torch.tensor([t for i in order for t in completions[i]], device=backend.device)
+    token_logprobs = list(logp.gather(-1, targets[:, None]).squeeze(-1).split(sizes))
+    entropies = (-(logp.exp() * logp).sum(-1)).split(sizes)
+    entropy = torch.stack([e.mean() for e in entropies])
+    starts = torch.tensor([b * width + width - n for b, n in enumerate(sizes)])
+    hidden = final.reshape(-1, final.shape[-1])[starts.to(backend.device)]
+    return [token_logprobs[j] for j in inverse], entropy[inverse], hidden[inverse]
 
 
 __all__ = ["completion_logprobs", "first_rows", "score", "shared_length"]
