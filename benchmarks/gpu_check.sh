@@ -8,7 +8,12 @@
 # (and copies them to $OUT when that is set).
 #   bash benchmarks/gpu_check.sh          # PY=python3 by default; make test-gpu passes .venv's
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "${1:-}" in
+  -h|--help)
+    echo "usage: [PY=python3] bash benchmarks/gpu_check.sh   (make test-gpu)"
+    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0 ;;
+esac
 cd "$(dirname "$0")/.."
 PY=${PY:-python3}
 if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
