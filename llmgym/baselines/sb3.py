@@ -282,7 +282,9 @@ def load_model(
             why = f"The weights in {path} lack the observation statistics; {redo}."
             raise AgentError(why) from None
         normalizer = ObservationNormalizer(mean, var, clip, epsilon)
-    model = _build(base_id, algo, seed, 1, env_kwargs, for_training=False)
+    # as many envs as in training: SB3 warns when a rollout is smaller than a minibatch
+    n_envs = config_for(base_id, algo).n_envs
+    model = _build(base_id, algo, seed, n_envs, env_kwargs, for_training=False)
     try:
         model.policy.load_state_dict(weights, strict=True)
     except RuntimeError:

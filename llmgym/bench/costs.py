@@ -2,7 +2,8 @@
 
 - ``random`` and the reference players (``optimal``...): none (0 steps).
 - ``sb3-ALGO``: the SB3 model's training record, from ``sb3_models.json`` in the bench output
-  folder (a list of records) or else from the SB3 cache beside the trained model.
+  folder (a list of records) or else beside the policy the bench plays (the SB3 cache, else the
+  policies a checkout commits).
 - ``llm:MODEL`` (zero-shot): none; ``llm:MODEL@RUN``: the run's ``result.json`` (env steps
   and wall time), else the training record in ``RUN_RECORDS`` whose ``weights`` is that
   folder (``llmgym train --result-json``: env steps, wall time, command), else the folder's
@@ -72,13 +73,14 @@ def _sb3_cost(algo: str, base_id: str, output: Path) -> TrainingCost | None:
     if not isinstance(records, list):
         records = []
     if not any(r.get("env_id") == base_id and r.get("algo") == algo for r in records):
-        from llmgym.baselines.sb3 import model_path
+        from llmgym.baselines.sb3 import find_model
         from llmgym.errors import AgentError
 
-        try:
-            records = [_read(model_path(base_id, algo, 0).with_suffix(".json")) or {}]
+        try:  # the policy the bench played: cached, else committed in a checkout
+            found = find_model(base_id, algo, 0)[1]
         except AgentError:  # no recipe for this env and algorithm
             return None
+        records = [(_read(found.with_suffix(".json")) if found else None) or {}]
     for record in records:
         if record.get("env_id") == base_id and record.get("algo") == algo:
             return TrainingCost(

@@ -285,3 +285,17 @@ def test_an_annealed_entropy_coefficient_falls_to_zero_over_training(monkeypatch
     path = sb3.train("CartPole-v1", "ppo", progress=False)  # trains and records the schedule
     record = json.loads(path.with_suffix(".json").read_text())
     assert record["config"]["hyperparams"]["ent_coef"] == "lin_0.4"
+
+
+def test_loading_a_policy_says_nothing_about_its_minibatches(monkeypatch):
+    """A policy is rebuilt with its recipe's envs, so SB3 does not warn that a one-env rollout
+    is smaller than the recipe's minibatch (it did on every bench of CartPole PPO)."""
+    import warnings
+
+    hyper = dict(n_steps=32, batch_size=64, n_epochs=1)
+    tiny = sb3.SB3Config(128, "test", n_envs=2, hyperparams=hyper)
+    monkeypatch.setitem(sb3.HYPERPARAMS, ("CartPole-v1", "ppo"), tiny)
+    sb3.train("CartPole-v1", "ppo", progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        sb3.load_agent("CartPole-v1", "ppo")
