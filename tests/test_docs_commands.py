@@ -466,9 +466,14 @@ def check_llmgym(cmd: Command, args: list[str]) -> None:
         agents += split_agent_names(value)
     if agents:
         from llmgym.agents.registry import check_agent_name
+        from llmgym.errors import AgentError
 
         for name in agents:
-            check_agent_name(name)
+            try:
+                check_agent_name(name)
+            except AgentError as error:  # a placeholder run (DIR, runs/bj/policy) is fine here;
+                if not str(error).startswith("No run or policy directory"):  # committed runs
+                    raise  # are checked with the other committed paths below
     # --set keys (of the chosen --algo) and values.
     sets = [s.partition("=") for s in option_values(options, "--set")]
     if path == ["train"] and sets:

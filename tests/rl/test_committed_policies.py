@@ -47,7 +47,8 @@ def test_committed_policy_keeps_its_exact_value(name, monkeypatch):
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     record = json.loads((RECORDS / f"{name}.json").read_text())
-    run = json.loads((WEIGHTS / name / "config.json").read_text())["run"]
+    config = json.loads((WEIGHTS / name / "config.json").read_text())
+    run = config.get("run", config)  # sections, or the flat config of older runs
     agent = f"llm:smollm2-135m@{WEIGHTS / name}"
     result = evaluate_exact(record["env_id"], agent, env_kwargs=run.get("env_kwargs") or None)
     assert result["mean_return"] == pytest.approx(record["eval_value"], abs=1e-9)
