@@ -295,3 +295,30 @@ def test_generation_keeps_the_trunk_states_its_update_reads(lora_model, states):
             trunk.FROZEN_TRUNK = True
     torch.testing.assert_close(fast.logprob, plain.logprob, atol=ATOL, rtol=0)
     torch.testing.assert_close(fast.hidden, plain.hidden, atol=ATOL, rtol=1e-5)
+
+
+def test_without_gradient_a_row_scored_under_the_same_weights_is_reused(lora_model, states):
+    """The update's old log-probs are the acting pass's (same weights); a weight change
+    recomputes them."""
+    model, tokenizer = lora_model
+    head = ActionHead(64, 64)
+    policy = LLMPolicy(model, tokenizer, PolicyConfig(mode="score"), head=head)
+    with torch.no_grad():
+        samples = policy.act(*states)
+        ran = policy.stats["trunk_cached_tokens"]
+        reused = policy.evaluate(samples, shared_prefix=True)
+        assert policy.stats["trunk_cached_tokens"] == ran
+        trunk.FROZEN_TRUNK = False
+        try:
+            plain = policy.evaluate(samples, shared_prefix=True)
+        finally:
+            trunk.FROZEN_TRUNK = True
+        torch.testing.assert_close(reused.logprob, plain.logprob, atol=ATOL, rtol=0)
+        torch.testing.assert_close(reused.hidden, plain.hidden, atol=ATOL, rtol=1e-5)
+        lora = next(p for n, p in model.named_parameters() if "lora_B" in n)
+        lora.add_(0.01)
+        try:
+            policy.evaluate(samples, shared_prefix=True)
+            assert policy.stats["trunk_cached_tokens"] > ran
+        finally:
+            lora.sub_(0.01)

@@ -39,21 +39,42 @@ def shared_length(rows: Sequence[Sequence[int]], cap: int) -> int:
 
 def score(backend: Any, prompts, candidates, *, layers, shared: bool):
     """``TransformersBackend.score`` by the top layers (``candidates`` None: the hidden
-    states alone, ``layers`` None: no hidden states)."""
+    states alone, ``layers`` None: no hidden states). Without gradient, what a row gave under
+    the current weights is reused (acting, then the update's old log-probs)."""
     trunk = backend.trunk
     keys = [
         (tuple(p), tuple(map(tuple, c)) if candidates is not None else ())
         for p, c in zip(prompts, candidates or prompts)
     ]
     order, inverse = first_rows(keys)
-    rows = [list(prompts[i]) for i in order]
-    cands = [candidates[i] for i in order] if candidates is not None else None
+    memo = None
+    if candidates is not None and not torch.is_grad_enabled():
+        memo = trunk.memo(backend.weights_seen)
+    tag = tuple(layers) if layers else None
+    todo = [i for i in order if memo is None or (keys[i], tag) not in memo]
+    hidden, logprobs = None, []
+    if todo:
+        rows = [list(prompts[i]) for i in todo]
+        cands = [candidates[i] for i in todo] if candidates is not None else None
+        hidden, logprobs = _score_rows(backend, rows, cands, layers, shared)
+    if memo is None:  # todo is every distinct row
+        hidden = hidden[inverse] if hidden is not None else None
+        return hidden, [logprobs[j] for j in inverse] if logprobs else []
+    for u, i in enumerate(todo):
+        memo[keys[i], tag] = (hidden[u] if hidden is not None else None, logprobs[u])
+    found = [memo[k, tag] for k in keys]
+    hidden = torch.stack([h for h, _ in found]) if layers else None
+    return hidden, [lp for _, lp in found]
+
+
+def _score_rows(backend: Any, rows, cands, layers, shared: bool):
+    """(hidden states [B, F] or None, each row's candidate log-probs) of distinct rows."""
+    trunk = backend.trunk
     depth = len(trunk.blocks)
     wanted = [i % (depth + 1) for i in layers] if layers else []
     trunk.ensure(rows, cands, tuple(j for j in wanted if j < trunk.first))
     if layers and all(j <= trunk.first for j in wanted) and cands is None:
-        hidden = torch.cat([_trunk_hidden(trunk, rows, j) for j in wanted], -1)
-        return hidden[inverse], []
+        return torch.cat([_trunk_hidden(trunk, rows, j) for j in wanted], -1), []
 
     # the prefix the rows share: kept without gradient (shared), or encoded here with it
     cap = min(len(r) for r in rows) - 1
@@ -90,7 +111,7 @@ def score(backend: Any, prompts, candidates, *, layers, shared: bool):
                 parts.append(_trunk_hidden(trunk, rows, j))
             else:
                 parts.append(states[:, -1] if j == trunk.first else out.hidden_states[j][:, -1])
-        hidden = torch.cat(parts, -1)[inverse]
+        hidden = torch.cat(parts, -1)
     if cands is None:
         return hidden, []
 
@@ -107,7 +128,7 @@ def score(backend: Any, prompts, candidates, *, layers, shared: bool):
         forward=forward,
         stat="trunk_cached_tokens",
     )
-    return hidden, [logprobs[j] for j in inverse]
+    return hidden, logprobs
 
 
 def _trunk_hidden(trunk: Any, rows: list[list[int]], j: int) -> torch.Tensor:

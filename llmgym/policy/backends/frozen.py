@@ -25,6 +25,7 @@ from transformers import DynamicCache
 
 from llmgym.policy.backends import trunk
 from llmgym.policy.backends.trunk import (
+    MEMO_ROWS,
     MIN_SHARED_PREFIX,
     STEM_SLACK,
     STEMS_KEPT,
@@ -61,6 +62,8 @@ class FrozenTrunk:
         self._checked: dict[tuple, bool] = {}  # probe results by (model, first layer)
         self._stems: OrderedDict[tuple, list] = OrderedDict()
         self._top_prefix: tuple[list[int], list, Any] = ([], [], None)
+        self._memo: dict[tuple, Any] = {}
+        self._memo_key: Any = None
 
     # ---- whether it applies ------------------------------------------------------------------
 
@@ -115,6 +118,13 @@ class FrozenTrunk:
             message = f"The frozen-trunk fast path is off for this model ({why})."
             warnings.warn(message, stacklevel=3)
         return ok
+
+    def memo(self, weights_key: Any) -> dict[tuple, Any]:
+        """Rows scored without gradient under the weights ``weights_key`` names (emptied when
+        they change, and beyond ``MEMO_ROWS`` rows)."""
+        if weights_key != self._memo_key or len(self._memo) > MEMO_ROWS:
+            self._memo, self._memo_key = {}, weights_key
+        return self._memo
 
     # ---- the trunk ---------------------------------------------------------------------------
 

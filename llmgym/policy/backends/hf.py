@@ -219,6 +219,11 @@ class TransformersBackend:
         self._note_weights()
         return True
 
+    @property
+    def weights_seen(self) -> tuple[Any, ...] | None:
+        """The weights key as last noted (by the call under way)."""
+        return self._seen_key
+
     def _note_weights(self) -> tuple[Any, ...]:
         """The weights key; when it changed since last seen, the cached prefix is dropped and
         ``on_new_weights`` called."""

@@ -15,7 +15,8 @@ On top of that, the fast path:
   stay the same (``shared=True``, as the plain path), or once per call *with* gradient, so the
   gradient is the one per-sample encoding gives (Prefix Grouper, arXiv 2506.05433);
 - computes identical rows of a call once (a repeated prompt and its candidates, a repeated
-  prompt and completion) and gathers them;
+  prompt and completion) and gathers them, and without gradient reuses a row scored under the
+  same weights (the update's old log-probs are the acting pass's);
 - takes the log-probs of a completion from the final hidden states at its positions only.
 
 It applies to models whose decoder layers ``decoder_layers`` finds, with a trunk (the
@@ -49,6 +50,9 @@ MIN_SHARED_PREFIX = 8
 STEMS_KEPT = 8
 #: A kept prefix this many tokens shorter than a batch's own shared prefix is used instead.
 STEM_SLACK = 16
+#: Rows scored without gradient kept while the weights stay the same (acting, then the
+#: update's old log-probs under the weights that acted).
+MEMO_ROWS = 65536
 
 
 class _Entry:
