@@ -29,7 +29,8 @@ test-fast: $(STAMP)
 test-heavy: $(STAMP)
 	$(PY) -m pytest -m heavy
 
-# 10^5 fuzzed answers through env.step (about 17 minutes on 2 cores).
+# 10^5 fuzzed answers through env.step (about 17 minutes on 2 cores) and many generated bad
+# values for every option of every subcommand (tests/test_cli_fuzz.py, profile cli-full).
 test-fuzz: $(STAMP)
 	$(PY) -m pytest -m fuzz
 

@@ -199,8 +199,9 @@ def write_figure(fig: Any, path: str | Path, **savefig: Any) -> None:
 
 
 def write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` all-or-nothing (see the module)."""
-    write_bytes(path, text.encode("utf-8"))
+    """Write ``text`` (UTF-8) to ``path`` all-or-nothing (see the module); characters UTF-8
+    cannot hold (a path of undecodable bytes, as Python reads it) are written escaped."""
+    write_bytes(path, text.encode("utf-8", "backslashreplace"))
 
 
 __all__ = [

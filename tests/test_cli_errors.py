@@ -28,6 +28,7 @@ BENCH = ["bench", "--envs", "Text-Blackjack-v1", "--agents", "random", "--episod
 LAKE = ["eval", "Text-FrozenLake-v1", "--agent", "random", "--episodes", "2", "--no-progress"]
 MATH = ["eval", "Text-Arithmetic-v0", "--agent", "random", "--episodes", "2", "--no-progress"]
 BENCH_BJ = [*BENCH, "--output", str]  # --agents given after it replaces random
+NON_UTF8 = b"\xff\xfe".decode("utf-8", "surrogateescape")  # undecodable bytes, as Python reads them
 HUGE = "100000000000000000000"  # 10**20: past every count limit (llmgym.rollout.MAX_*)
 #: The cheapest training that gets to its end: no start evaluation, a small final one.
 FAST = ["--no-start-eval", "--final-eval-episodes", "2", "--eval-episodes", "2"]
@@ -157,6 +158,17 @@ ROWS = [
     ("eval-env-kwarg-unknown", [*LAKE, "--env-kwarg", "slippery=false"]),
     ("eval-temperature-inf", [*EVAL, "--agent", "llm:smollm2-135m", "--temperature", "inf"]),
     ("eval-llm-empty-run", [*EVAL, "--agent", "llm:smollm2-135m@"]),
+    # found by tests/test_cli_fuzz.py
+    ("eval-history-huge", [*EVAL, "--history", HUGE]),
+    ("eval-llm-mode-number", [*EVAL, "--agent", "llm:smollm2-135m,mode=0"]),
+    ("baselines-seed-huge", ["baselines", "train", "CartPole-v1", "--seed", HUGE]),
+    ("baselines-threads-huge", ["baselines", "train", "CartPole-v1", "--threads", HUGE]),
+    ("serve-host-bytes", ["serve", "Text-Blackjack-v1", "--host", NON_UTF8, "--port", "0"]),
+    ("serve-stop-after-huge", ["serve", "Text-Blackjack-v1", "--stop-after", "1e30"]),
+    ("train-sft-folder", [*TRAIN, "--sft", lambda t: str(t), "--output", str]),
+    ("train-set-sft-device", [*TRAIN, "--set", "sft=/dev/full", "--output", str]),
+    ("train-output-bytes", [*TRAIN, "--output", NON_UTF8]),
+    ("train-threads-huge", [*TRAIN, "--threads", HUGE]),
     ("serve-env", ["serve", "Text-Nope-v0"]),
     ("serve-port", ["serve", "Text-Blackjack-v1", "--port", "70000"]),
     ("serve-sessions", ["serve", "Text-Blackjack-v1", "--max-sessions", "0"]),

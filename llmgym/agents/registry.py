@@ -99,7 +99,8 @@ def parse_llm_name(argument: str, name: str = "", **config: Any) -> tuple[str, s
         )
     values = {k: v for k, v in config.items() if k in known and k != "mode" and v is not None}
     try:
-        policy_config = PolicyConfig(mode=config.get("mode") or "score", **values)
+        mode = "score" if config.get("mode") is None else config["mode"]
+        policy_config = PolicyConfig(mode=mode, **values)
     except ValueError as error:  # ConfigValueError: a value the field does not take
         raise AgentError(str(error)) from None
     return model, run, policy_config

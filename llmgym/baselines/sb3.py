@@ -44,6 +44,7 @@ from llmgym.files import atomic_path, write_text
 from llmgym.rollout import MAX_TIMESTEPS
 
 ALGOS = ("ppo", "dqn", "a2c")
+MAX_SEED = 2**32 - 1  # numpy's seeds
 #: Written into every cached recipe and weights file; anything else is refused.
 CACHE_FORMAT = "llmgym-sb3-policy-v1"
 #: Weights-file keys of the VecNormalize observation statistics (beside the policy's own).
@@ -161,8 +162,8 @@ def train(
         raise AgentError(f"timesteps must be at least 1, not {timesteps}.")
     if timesteps is not None and timesteps > MAX_TIMESTEPS:
         raise AgentError(f"timesteps {timesteps} is above the limit of {MAX_TIMESTEPS:,}.")
-    if seed < 0:
-        raise AgentError(f"seed must be 0 or more, not {seed}.")
+    if not 0 <= seed <= MAX_SEED:
+        raise AgentError(f"seed must be from 0 to {MAX_SEED}, not {seed}.")
     path = model_path(base_id, algo, seed, timesteps, **env_kwargs)
     if path.exists() and not force:
         return path

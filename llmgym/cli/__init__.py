@@ -35,7 +35,12 @@ export.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point."""
+    """Console-script entry point. The libraries' notes to developers (deprecations) are not
+    shown: stderr carries llmgym's own messages, an error being one line."""
+    import warnings
+
+    for category in (DeprecationWarning, FutureWarning):
+        warnings.filterwarnings("ignore", category=category)
     app(args=argv if argv is not None else sys.argv[1:], prog_name="llmgym")
 
 

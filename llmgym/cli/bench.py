@@ -22,6 +22,7 @@ from llmgym.agents.registry import check_agent_name, split_agent_names
 from llmgym.cli.checks import check_cache, check_output_dir, fail
 from llmgym.envs.registration import base_env_id
 from llmgym.errors import AgentError, ConfigError, OutputError, RayBenchError
+from llmgym.rl.config import MAX_THREADS
 from llmgym.rollout import MAX_ENVS, MAX_TIMESTEPS, check_count
 
 
@@ -107,7 +108,9 @@ def register(app: typer.Typer) -> None:
         timesteps: int | None = typer.Option(None, min=1, help="Override the recorded budget."),
         seed: int = typer.Option(0, min=0, help="Training seed."),
         force: bool = typer.Option(False, help="Retrain even if a cached model exists."),
-        threads: int = typer.Option(1, min=1, help="Torch threads (small MLPs run best on 1)."),
+        threads: int = typer.Option(
+            1, min=1, max=MAX_THREADS, help="Torch threads (small MLPs run best on 1)."
+        ),
     ) -> None:
         """Train SB3 on the base numeric env with the recorded hyperparameters; cache it."""
         try:

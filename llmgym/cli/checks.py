@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from pathlib import Path
@@ -48,6 +49,9 @@ class OneLineErrors(TyperGroup):
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)
+        for stream in (sys.stdout, sys.stderr):  # a path of undecodable bytes prints escaped
+            if isinstance(stream, io.TextIOWrapper):
+                stream.reconfigure(errors="backslashreplace")
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)
         except click_errors.ClickException as error:

@@ -26,6 +26,7 @@ import typer
 from llmgym.cli.checks import fail
 
 MAX_HTTP_BYTES = 1 << 16  # headers; bodies and WebSocket messages: openenv.MAX_BODY_BYTES
+MAX_STOP_AFTER = 365 * 24 * 3600.0  # --stop-after: a year (a timer's limit is far beyond)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -34,10 +35,11 @@ def _bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
-    except OSError as error:
+    except (OSError, UnicodeError, TypeError, ValueError) as error:  # TypeError: bad host bytes
         sock.close()
+        why = getattr(error, "strerror", None) or str(error) or type(error).__name__
         raise fail(
-            f"Cannot listen on {host}:{port} ({error.strerror}); pick another --host or --port."
+            f"Cannot listen on {host}:{port} ({why}); pick another --host or --port."
         ) from None
     sock.listen(2048)  # connections queue until uvicorn accepts them
     return sock
@@ -49,7 +51,10 @@ def serve_command(
     port: int = typer.Option(8000, min=0, max=65535, help="Port (0: any free port)."),
     max_sessions: int = typer.Option(4, min=1, help="Concurrent sessions (one env each)."),
     stop_after: float = typer.Option(
-        0.0, min=0.0, help="Stop by itself after this many seconds (0: run until Ctrl-C)."
+        0.0,
+        min=0.0,
+        max=MAX_STOP_AFTER,
+        help="Stop by itself after this many seconds (0: run until Ctrl-C; at most a year).",
     ),
 ) -> None:
     """Serve a text env over OpenEnv's HTTP/WebSocket protocol."""

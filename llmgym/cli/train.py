@@ -139,7 +139,7 @@ def train(
         raise fail(f"Unknown --algo {algo!r}; choose one of {', '.join(ALGOS)}.")
     if env_id not in gym.registry:
         raise fail(f"Unknown environment {env_id!r}; run `llmgym envs` to list the text envs.")
-    if sft not in ("none", "auto") and not Path(sft).exists():
+    if sft not in ("none", "auto") and not Path(sft).is_file():
         raise fail(f"No SFT demo file at {sft!r}; pass --sft auto, --sft none or a JSONL path.")
     output = output or f"runs/{env_id.removeprefix('Text-')}-{algo}-{mode}"
     check_output_dir(output)

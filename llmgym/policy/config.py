@@ -233,6 +233,9 @@ def _typed(key: str, value: Any, hint: Any) -> Any:
         rest = [a for a in args if a is not type(None)]
         hint = rest[0] if len(rest) == 1 else Any
     ok, typed = _conforms(value, hint)
+    whole = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not ok and whole and hint is int:
+        raise ConfigValueError(f"{key} must be a whole number within +-2**53, not {value!r}.")
     if not ok:
         either = " or null" if optional else ""
         raise ConfigValueError(f"{key} must be {_kind(hint)}{either}, not {value!r}.")
@@ -246,14 +249,18 @@ def _conforms(value: Any, hint: Any) -> tuple[bool, Any]:
     if origin is int:
         if isinstance(value, bool):
             return False, value
-        if isinstance(value, numbers.Integral):
-            return True, value
+        if isinstance(value, numbers.Integral):  # one past 2**53 overflows C and float uses
+            return abs(value) <= _WHOLE_FLOAT_LIMIT, value
         whole = isinstance(value, float) and value.is_integer()
         if whole and abs(value) <= _WHOLE_FLOAT_LIMIT:
             return True, int(value)
         return False, value
-    if origin is float:
-        return isinstance(value, numbers.Real) and not isinstance(value, bool), value
+    if origin is float:  # a whole number given for a float becomes one (10**20 -> 1e20)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return False, value
+        if isinstance(value, numbers.Integral):
+            return abs(value) < 2**1023, float(value) if abs(value) < 2**1023 else value
+        return True, value
     if origin is str:
         return isinstance(value, str), value
     if origin is list:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from llmgym.envs.registration import check_env_kwargs
@@ -44,10 +45,24 @@ from llmgym.rollout import MAX_ENVS, MAX_EPISODES, MAX_TIMESTEPS
 #: Learning rates above this are refused (AdamW moves each weight by about the rate a step; the
 #: head's SGD steps follow the gradient; runs use at most 1). numpy's global seed is < 2**32.
 MAX_LEARNING_RATE, MAX_SEED = 10.0, 2**32 - 1
+#: The most torch CPU threads a command may ask for (``run.num_threads``, ``--threads``).
+MAX_THREADS = 1024
 #: A learning rate: above 0 and at most ``MAX_LEARNING_RATE`` (one sentence for each side).
 LEARNING_RATE = Rule(
     above=0, test=lambda rate: rate <= MAX_LEARNING_RATE, expect=f"at most {MAX_LEARNING_RATE:g}"
 )
+
+
+def _demo_source(source: str) -> bool:
+    """``none``, ``auto`` or a file: not a folder or a device (``/dev/full`` reads zeros without
+    end); a missing file is left to the warm start to name."""
+    path = Path(source)
+    return bool(source) and (source in ("none", "auto") or not path.exists() or path.is_file())
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` is UTF-8 (a path of undecodable bytes is not: TensorBoard refuses it)."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace") == text
 
 
 def capped(limit: int, **bounds: Any) -> dict[str, Rule]:
@@ -80,7 +95,7 @@ class RunSection(Checked):
         default="auto", metadata=rule(test=is_device, expect="one of auto, cpu, cuda, cuda:N, mps")
     )
     """``auto``, ``cpu``, ``cuda`` (or ``cuda:N``) or ``mps``."""
-    output_dir: str = "runs/default"
+    output_dir: str = field(default="runs/default", metadata=rule(test=_utf8, expect="UTF-8 text"))
     """Run directory: config, metrics.csv, TensorBoard events, checkpoints, plot."""
     checkpoint_every: int = field(default=10, metadata=rule(min=0))
     """Save a checkpoint every this many iterations (and always at the end; 0 = only then)."""
@@ -90,7 +105,7 @@ class RunSection(Checked):
     """Warn when the action distribution collapses, entropy falls to ~0 or KL runs away."""
     kl_warn: float = field(default=2.0, metadata=rule(above=0))
     """KL to the reference above which a run-away warning is printed."""
-    num_threads: int = field(default=0, metadata=rule(min=0))
+    num_threads: int = field(default=0, metadata=rule(min=0, max=MAX_THREADS))
     """torch CPU threads (0 = torch's default; 1 is faster on a CPU shared with other jobs)."""
     progress: bool = True
     """Show a progress bar."""
@@ -173,7 +188,9 @@ class SFTSection(Checked):
 
     prefix: ClassVar[str] = "sft."
 
-    source: str = field(default="none", metadata=rule(test=bool, expect="none, auto or a file"))
+    source: str = field(
+        default="none", metadata=rule(test=_demo_source, expect="none, auto or a file")
+    )
     """Warm start: ``none``, ``auto`` (demos from an expert on this env) or a JSONL file."""
     episodes: int = field(default=200, metadata=rule(min=1))
     """``source=auto``: expert episodes rolled out through the describer for demos."""

@@ -7,7 +7,11 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from llmgym.errors import ConfigError
+
 Message = dict[str, str]
+#: The most past turns a prompt may keep (far past any model's context).
+MAX_HISTORY = 1_000_000
 
 
 class ChatHistory:
@@ -21,8 +25,8 @@ class ChatHistory:
     """
 
     def __init__(self, k: int = 0) -> None:
-        if k < 0:
-            raise ValueError(f"The history length k must be 0 or more, not {k}.")
+        if not 0 <= k <= MAX_HISTORY:
+            raise ConfigError(f"history must be from 0 to {MAX_HISTORY:,} turns, not {k}.")
         self.k = k
         self.turns: deque[tuple[str, str]] = deque(maxlen=k or None)
 
