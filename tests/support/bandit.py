@@ -70,6 +70,28 @@ def register_contextual() -> str:
     return env_id
 
 
+class ContextualParityBandit(ContextualBandit):
+    """The contextual bandit for free text from a random model: in "Left room." an answer whose
+    first character (after the ``{"action": "`` prefill) has an even code point pays 1, in
+    "Right room." an odd one; about half of a random model's answers pay in each room, and no
+    one answer pays in both."""
+
+    PARITY = {"Left room.": 0, "Right room.": 1}
+
+    def step(self, action: str):
+        answer = action.removeprefix('{"action": "')
+        reward = float(bool(answer) and ord(answer[0]) % 2 == self.PARITY[self.room])
+        parse = {"ok": True, "method": "json", "action": 0, "error": None}
+        return "Done.", reward, True, False, self._info() | {"parse": parse}
+
+
+def register_contextual_parity() -> str:
+    env_id = "LLMGymTest-ContextualParityBandit-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=ContextualParityBandit)
+    return env_id
+
+
 class NaNBandit(TextBandit):
     """``a`` pays 1, ``b`` 0, except that ``a`` pays NaN in episodes whose seed is a multiple
     of 7 (a broken reward function)."""

@@ -1,0 +1,79 @@
+"""The language model itself learns a state-dependent policy (no action head): a two-state
+contextual bandit where the rewarded answer depends on the observation, in score and in
+generate mode, on the tiny random-init model (issue 35's test of "policy": "lm"). In generate
+mode the reward is the parity of the answer's first character, which a random byte-level model
+hits half the time (it would almost never write "a" or "b")."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
+from bandit import (  # noqa: E402
+    ContextualBandit,
+    ContextualParityBandit,
+    register_contextual,
+    register_contextual_parity,
+)
+
+from llmgym.rl import make_trainer  # noqa: E402
+
+ROOMS = list(ContextualBandit.ROOMS)
+
+
+def _p_rewarded(trainer) -> dict[str, float]:
+    """Each room's probability of its rewarded answer under the trained policy (score mode's
+    softmax; generate mode's share of sampled answers that name it)."""
+    policy = trainer.policy
+    out = {}
+    for room, good in ContextualBandit.ROOMS.items():
+        info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
+        if policy.config.mode == "score":
+            probs = policy.action_probabilities([room], [info])[0]
+            out[room] = probs[["a", "b"].index(good)]
+        else:  # the parity bandit: the share of 32 sampled answers that pay
+            env = ContextualParityBandit()
+            env.room = room
+            policy.reset()
+            samples = policy.act([room] * 32, [info] * 32)
+            out[room] = sum(env.step(s.text)[1] for s in samples) / 32
+    return out
+
+
+@pytest.mark.parametrize(
+    "mode,algo",
+    [("score", "ppo"), ("score", "grpo"), ("score", "reinforce"), ("generate", "ppo")],
+)
+def test_the_model_without_a_head_learns_a_contextual_bandit(mode, algo, tmp_path):
+    trainer = make_trainer(
+        algo,
+        model="tiny",
+        env_id=register_contextual() if mode == "score" else register_contextual_parity(),
+        mode=mode,
+        action_head=False,
+        max_new_tokens=6,
+        num_envs=16,
+        episodes_per_update=32,
+        minibatch_size=32,
+        learning_rate=3e-3,
+        total_episodes=32 * (20 if mode == "score" else 60),
+        eval_every=0,
+        eval_start=False,
+        checkpoint_every=0,
+        progress=False,
+        num_threads=1,
+        **({"group_size": 4} if algo == "grpo" else {}),
+    )
+    assert trainer.policy.head is None
+    before = _p_rewarded(trainer)
+    trainer.train()
+    after = _p_rewarded(trainer)
+    # The rewarded answer differs by room, so one constant answer cannot pass both rooms.
+    assert min(before.values()) < 0.7, before
+    assert min(after.values()) >= 0.9, (before, after)
