@@ -98,7 +98,7 @@ def _score_rows(backend: Any, rows, cands, layers, shared: bool):
         input_ids=ids,
         attention_mask=mask,
         position_ids=positions,
-        past_key_values=cache,
+        kv_cache=cache,
         use_cache=True,
         output_hidden_states=any(j > trunk.first for j in wanted),
     )
@@ -161,7 +161,7 @@ def completion_logprobs(backend: Any, prompts, completions, temperature: float):
         input_ids=ids,
         attention_mask=mask,
         position_ids=positions,
-        past_key_values=trunk._cache(kv, len(rows), False),
+        kv_cache=trunk._cache(kv, len(rows), False),
         use_cache=True,
     ).last_hidden_state
     # One gather for every completion position (per-row slices of the [T, V] log-probs would

@@ -31,6 +31,7 @@ from llmgym.policy.backends.trunk import (
     STEMS_KEPT,
     TrunkStates,
     base_model,
+    cache_kwargs,
     common_prefix,
     decoder_layers,
     deterministic,
@@ -103,8 +104,10 @@ class FrozenTrunk:
                 states = self._trunk(row, None, None, self._cache([], 1, True), ())[0]
                 kwargs = dict(input_ids=row, position_ids=torch.arange(len(ids))[None])
                 with self._stubbed(states):
-                    got = model(**kwargs, past_key_values=self._cache([], 1, False)).logits
-                    top = base.model(**kwargs, past_key_values=self._cache([], 1, False))
+                    empty = self._cache([], 1, False)
+                    got = model(**kwargs, **cache_kwargs(model, empty)).logits
+                    empty = self._cache([], 1, False)
+                    top = base.model(**kwargs, **cache_kwargs(base.model, empty))
                 got_final = base.get_output_embeddings()(top.last_hidden_state)
             tol = (1e-3 if want.dtype == torch.float32 else 5e-2) * max(1.0, want.abs().max())
             ok = all(float((g.float() - want).abs().max()) <= tol for g in (got, got_final))
@@ -241,7 +244,7 @@ class FrozenTrunk:
                 input_ids=ids,
                 attention_mask=mask,
                 position_ids=positions,
-                past_key_values=cache,
+                **cache_kwargs(self.backend.model, cache),
                 use_cache=True,
                 logits_to_keep=1,
             )
@@ -333,11 +336,12 @@ class FrozenTrunk:
         ids = torch.tensor([row[kept:length]], device=device)
         mask = torch.ones((1, length), dtype=torch.long, device=device)
         with self._stubbed(self.store.states(tuple(row), kept, length)[None]):
-            base_model(self.backend.model).model(
+            decoder = base_model(self.backend.model).model
+            decoder(
                 input_ids=ids,
                 attention_mask=mask,
                 position_ids=torch.arange(kept, length, device=device)[None],
-                past_key_values=cache,
+                **cache_kwargs(decoder, cache),
                 use_cache=True,
             )
         return [(layer.keys, layer.values) for layer in cache.layers[self.first :]]
@@ -358,10 +362,15 @@ class FrozenTrunk:
         self._top_prefix = (list(prompts[0][:length]), kv, key)
         return kv
 
-    def run_top(self, states: torch.Tensor, lm: bool = True, **kwargs: Any) -> Any:
+    def run_top(
+        self, states: torch.Tensor, lm: bool = True, kv_cache: Any = None, **kwargs: Any
+    ) -> Any:
         """The model's forward (``lm``: the causal LM, else its decoder alone) over
-        ``kwargs`` with the trunk's output given: ``states`` [B, S, H]."""
+        ``kwargs`` with the trunk's output given: ``states`` [B, S, H]; ``kv_cache`` (if any)
+        under the keyword that forward takes it by."""
         model = self.backend.model if lm else base_model(self.backend.model).model
+        if kv_cache is not None:
+            kwargs.update(cache_kwargs(model, kv_cache))
         with self._stubbed(states):
             return model(**kwargs)
 

@@ -31,6 +31,7 @@ from llmgym.policy.backends import Sampling, fast
 from llmgym.policy.backends.frozen import FrozenTrunk
 from llmgym.policy.backends.trunk import (
     MIN_SHARED_PREFIX,
+    cache_kwargs,
     common_prefix,
     decoder_layers,
     left_pad,
@@ -166,7 +167,7 @@ class TransformersBackend:
                     input_ids=tok[:, None],
                     attention_mask=mask,
                     position_ids=positions[:, None] + step,
-                    past_key_values=cache,
+                    **cache_kwargs(self.model, cache),
                     use_cache=True,
                 )
                 .logits[:, -1]
@@ -268,7 +269,7 @@ class TransformersBackend:
                 input_ids=ids,
                 attention_mask=mask,
                 position_ids=positions,
-                past_key_values=cache,
+                **cache_kwargs(self.model, cache),
                 use_cache=True,
                 logits_to_keep=1,
             )
@@ -300,7 +301,7 @@ class TransformersBackend:
             input_ids=ids,
             attention_mask=mask,
             position_ids=positions,
-            past_key_values=cache,
+            **cache_kwargs(self.model, cache),
             use_cache=True,
             logits_to_keep=1,
             output_hidden_states=bool(layers),
@@ -343,7 +344,7 @@ class TransformersBackend:
             input_ids=ids.to(self.device),
             attention_mask=full_mask,
             position_ids=positions,
-            past_key_values=cache,
+            **cache_kwargs(self.model, cache),
             use_cache=True,
         ).logits.float()
         logp = torch.log_softmax(logits, dim=-1)

@@ -34,6 +34,8 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -168,6 +170,26 @@ def base_model(model: Any) -> Any:
     return model.get_base_model() if hasattr(model, "get_base_model") else model
 
 
+def cache_kwargs(model: Any, cache: Any) -> dict[str, Any]:
+    """``cache`` as the keyword argument ``model``'s forward takes a KV cache under.
+
+    Example:
+        >>> from llmgym.policy.testing import tiny_model
+        >>> list(cache_kwargs(tiny_model()[0], None)) in (["cache"], ["past_key_values"])
+        True
+    """
+    return {_cache_keyword(type(base_model(model))): cache}
+
+
+@functools.cache
+def _cache_keyword(cls: type) -> str:
+    # transformers 5.x renamed ``past_key_values`` to ``cache`` (the old name still works there
+    # with a FutureWarning, until 5.40); older versions, down to the 4.56 we support, know only
+    # the old one. The forward's signature, read once per model class, says which it takes.
+    parameters = inspect.signature(cls.forward).parameters
+    return "cache" if "cache" in parameters else "past_key_values"
+
+
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     n = min(len(a), len(b))
     for i in range(n):
@@ -197,6 +219,7 @@ __all__ = [
     "FROZEN_TRUNK",
     "TrunkStates",
     "base_model",
+    "cache_kwargs",
     "common_prefix",
     "decoder_layers",
     "deterministic",
