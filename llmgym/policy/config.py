@@ -334,6 +334,12 @@ class PolicyConfig(Checked):
     stop_at_answer: bool = True
     """With the prefill, stop generating at the first token holding ``}``: the answer is
     complete (rambling past it costs decode steps for the whole batch)."""
+    center_grad: bool = False
+    """Score mode, in an update: centre each action's score gradient over the rows of a
+    forward pass (rows with the same valid actions), so the update moves the actions' scores
+    state against state and the one direction every state shares gets no push. Without it the
+    language model's gradient is mostly that shared direction, and an update turns every state
+    towards the same action (Blackjack: always stick). The forward pass is unchanged."""
     backend: str = field(default="hf", metadata=rule(choices=BACKENDS))
     """``hf``: transformers in this process. ``vllm``: act through a running vLLM server
     (``vllm_url``; ``llmgym.policy.backends.vllm``) or ``vllm.LLM`` in this process

@@ -196,12 +196,50 @@ class ScoreMode:
                 prompts, candidates, actions, shared_prefix, self.update_backend, with_hidden=True
             )
         scores = self._candidate_scores(hidden, lm, actions)
+        if self.config.center_grad and torch.is_grad_enabled():
+            scores = centered_grad(scores, actions)
         logprob, entropy = [], []
         for s, score in zip(samples, scores):
             logpi = torch.log_softmax(score / self.config.temperature, -1)
             logprob.append(logpi[s.action_index])
             entropy.append(-(logpi.exp() * logpi).sum())
         return PolicyOutput(torch.stack(logprob), torch.stack(entropy), hidden)
+
+
+class _CenterGrad(torch.autograd.Function):
+    """The identity, whose gradient is centred over the rows (dim 0)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        return grad - grad.mean(0, keepdim=True)
+
+
+def centered_grad(
+    scores: list[torch.Tensor], actions: Sequence[Sequence[str]]
+) -> list[torch.Tensor]:
+    """``scores`` unchanged, with each action's gradient centred over the rows that share its
+    valid actions (``PolicyConfig.center_grad``).
+
+    >>> s = torch.zeros(2, 2, requires_grad=True)
+    >>> rows = centered_grad(list(s), [["a", "b"], ["a", "b"]])
+    >>> (rows[0][0] + 3 * rows[1][0]).backward()
+    >>> s.grad.tolist()
+    [[-1.0, 0.0], [1.0, 0.0]]
+    """
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, acts in enumerate(actions):
+        groups.setdefault(tuple(acts), []).append(i)
+    out = list(scores)
+    for rows in groups.values():
+        if len(rows) > 1:
+            centred = _CenterGrad.apply(torch.stack([scores[i] for i in rows]))
+            for j, i in enumerate(rows):
+                out[i] = centred[j]
+    return out
 
 
 def first_missing(keys: Sequence[Any], memo: dict[Any, Any]) -> list[int]:
@@ -217,4 +255,4 @@ def first_missing(keys: Sequence[Any], memo: dict[Any, Any]) -> list[int]:
     return list(first.values())
 
 
-__all__ = ["ScoreMode", "first_missing"]
+__all__ = ["ScoreMode", "centered_grad", "first_missing"]

@@ -70,6 +70,22 @@ def register_contextual() -> str:
     return env_id
 
 
+class RoomValueBandit(ContextualBandit):
+    """Every answer pays 1 in "Left room." and 0 in "Right room.": the state's value differs,
+    the actions' do not (for critic tests)."""
+
+    def step(self, action: str):
+        obs, _, terminated, truncated, info = super().step(action)
+        return obs, float(self.room == "Left room."), terminated, truncated, info
+
+
+def register_room_value() -> str:
+    env_id = "LLMGymTest-RoomValueBandit-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=RoomValueBandit)
+    return env_id
+
+
 class ContextualParityBandit(ContextualBandit):
     """The contextual bandit for free text from a random model: in "Left room." an answer whose
     first character (after the ``{"action": "`` prefill) has an even code point pays 1, in
