@@ -144,3 +144,22 @@ def test_cartpole_readable_probes_each_variable(cartpole_policy, flags, rows_nam
     for cells in rows.values():
         values = [float(v) for v in cells if v != "/"]
         assert len(values) == 8 and all(v <= 1.0 for v in values)
+
+
+def test_lm_score_table_has_a_row_per_sum_and_a_column_per_dealer_card(tmp_path):
+    from typer.testing import CliRunner
+
+    from llmgym.cli import app
+
+    run = tmp_path / "run"
+    args = ["train", "Text-Blackjack-v1", "--model", "tiny", "--no-progress", "--steps", "16"]
+    args += ["--output", str(run), "--episodes-per-update", "8", "--no-start-eval"]
+    args += ["--final-eval-episodes", "2", "--set", "action_head=false", "--set", "eval_every=0"]
+    args += ["--set", "eval_method=sampled"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    out = _run("lm_score_table.py", str(run), "--json", str(tmp_path / "table.json"))
+    rows = out.splitlines()[1:]
+    assert [int(r.split()[0]) for r in rows] == list(range(4, 22))
+    assert all(len(r.split()) == 11 for r in rows)
+    table = json.loads((tmp_path / "table.json").read_text())["hit_minus_stick"]
+    assert [len(r) for r in table] == [10] * 18
