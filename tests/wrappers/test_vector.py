@@ -31,3 +31,25 @@ def test_async_observations_equal_sync(env_id):
     assert all(o and not set(o) <= {"a"} for o in sync[0])
     assert _trace(env_id, "async") == sync
     assert _trace(env_id, "async", shared_memory=False) == sync
+
+
+def test_a_free_text_env_travels_through_async_too():
+    """The math envs (free-text answers, no valid actions) use the same observation space."""
+    pytest.importorskip("reasoning_gym")
+
+    def trace(mode: str, **vector_kwargs) -> list:
+        envs = gym.make_vec(
+            "Text-Arithmetic-v0", num_envs=2, vectorization_mode=mode, vector_kwargs=vector_kwargs
+        )
+        try:
+            observations, _ = envs.reset(seed=7)
+            out = [tuple(observations)]
+            observations, rewards, *_ = envs.step(['{"answer": "1"}'] * 2)
+            return out + [(tuple(observations), tuple(rewards))]
+        finally:
+            envs.close()
+
+    sync = trace("sync")
+    assert all(o and not set(o) <= {"a"} for o in sync[0])
+    assert trace("async") == sync
+    assert trace("async", shared_memory=False) == sync

@@ -64,7 +64,7 @@ from llmgym.describers import CHARSET
 from llmgym.errors import ConfigError
 from llmgym.parsing import MAX_SCAN_CHARS, json_values
 from llmgym.wrappers.text_action import MAX_ACTION_CHARS
-from llmgym.wrappers.text_observation import MAX_OBSERVATION_CHARS, sanitize
+from llmgym.wrappers.text_observation import MAX_OBSERVATION_CHARS, TextSpace, sanitize
 
 _NUMBER = re.compile(r"[-+]?\d{1,30}(?:\.\d{1,30})?(?:\s*/\s*\d{1,30})?")
 _BOXED = re.compile(r"\\boxed\s*\{")
@@ -334,9 +334,7 @@ class ReasoningEnv(gym.Env):
         self.dataset_name = dataset
         self.max_turns = max_turns
         self.data = make_dataset(dataset, config, dataset_seed, size)
-        self.observation_space = spaces.Text(
-            max_length=MAX_OBSERVATION_CHARS, min_length=0, charset=CHARSET
-        )
+        self.observation_space = TextSpace(MAX_OBSERVATION_CHARS)
         self.action_space = spaces.Text(max_length=MAX_ACTION_CHARS, min_length=0, charset=CHARSET)
         if max_turns == 1:
             task = "Solve the problem. You may reason step by step before answering."
