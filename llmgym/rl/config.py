@@ -131,6 +131,9 @@ class LoraSection(Checked):
     layers: int = field(default=8, metadata=rule(min=0))
     """LoRA only in the last N transformer layers (0 = all layers). Backward then stops below
     them: ~3x cheaper updates on CPU, enough capacity for small action spaces."""
+    init: str = field(default="random", metadata=rule(choices=("random", "states")))
+    """A's start (B is 0): ``random`` (peft's) or ``states``, the directions in which the first
+    batch's states differ (:func:`llmgym.rl.weights.init_lora_from_states`)."""
 
 
 #: ``head_optimizer`` choices and their default learning rates.

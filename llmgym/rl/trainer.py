@@ -253,6 +253,7 @@ class Trainer(UpdateSteps, Checkpointing):
             )
         metrics: dict[str, Any] = {}
         if clean:
+            self._init_lora(clean)
             self._refresh_head_features(clean)
             acted, gap = self._vllm_gap(clean)
             metrics = self.update(clean, acted) | gap

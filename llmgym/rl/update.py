@@ -29,6 +29,8 @@ class UpdateSteps:
     config: Any  # TrainConfig
     torch: Any
     model: Any
+    tokenizer: Any
+    iteration: int
     policy: Any  # LLMPolicy
     weights: Any  # Weights
     processes: Any  # Processes
@@ -150,6 +152,19 @@ class UpdateSteps:
         outs = self.recompute(samples)
         mean, largest = logprob_gap(samples, outs)
         return outs, {"perf/vllm_logprob_gap": mean, "perf/vllm_logprob_gap_max": largest}
+
+    def _init_lora(self, episodes: list[Episode]) -> None:
+        """``lora.init=states``: before the first update, point the LoRA A matrices at the
+        directions the batch's states differ in (:func:`init_lora_from_states`)."""
+        lora = self.config.lora
+        if lora.init != "states" or self.iteration > 0 or not self.config.optim.train_backbone:
+            return
+        if not lora.enabled:
+            return
+        from llmgym.rl.weights import init_lora_from_states
+
+        prompts = list({tuple(s.sample.prompt_ids): 0 for e in episodes for s in e.steps})
+        init_lora_from_states(self.model, prompts, self.tokenizer.pad_token_id)
 
     def _refresh_head_features(self, episodes: list[Episode]) -> None:
         """Add the batch's hidden states to the head's whitening statistics and refresh the map

@@ -216,4 +216,63 @@ def lora_targets(model: Any, targets: Any, layers: int = 0) -> Any:
     return found
 
 
-__all__ = ["Weights", "as_list", "default_lora_targets", "lora_targets", "sample_key"]
+def init_lora_from_states(
+    model: Any, prompts: Sequence[Sequence[int]], pad_id: int, positions: int = 8
+) -> int:
+    """Set each LoRA A matrix's rows to the principal directions of its input's variation
+    across ``prompts`` (one per state): the inputs at each prompt's last ``positions`` tokens,
+    centred over the prompts position by position (so what every prompt shares drops out),
+    pooled. Rows keep the norm peft gave them; B is untouched (zero at the start, so the model's
+    output does not change). Returns how many modules were set.
+
+    Example:
+        >>> from llmgym.policy.testing import tiny_model
+        >>> from peft import LoraConfig, get_peft_model
+        >>> model = get_peft_model(tiny_model()[0], LoraConfig(r=2, target_modules=["q_proj"]))
+        >>> init_lora_from_states(model, [[5, 6, 7], [5, 8, 7], [9, 6, 7]], pad_id=0)
+        2
+    """
+    import torch
+    from peft.tuners.lora import LoraLayer
+
+    modules = {n: m for n, m in model.named_modules() if isinstance(m, LoraLayer)}
+    inputs: dict[str, Any] = {}
+
+    def keep(name: str) -> Callable[..., None]:
+        def hook(module: Any, args: tuple) -> None:
+            inputs[name] = args[0].detach()[:, -positions:, :].float()
+
+        return hook
+
+    width = max(len(p) for p in prompts)
+    ids = torch.tensor([[pad_id] * (width - len(p)) + list(p) for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    device = next(model.parameters()).device
+    handles = [m.register_forward_pre_hook(keep(n)) for n, m in modules.items()]
+    try:
+        with torch.no_grad():
+            model(input_ids=ids.to(device), attention_mask=mask.to(device))
+    finally:
+        for handle in handles:
+            handle.remove()
+    for name, module in modules.items():
+        x = inputs[name]
+        x = (x - x.mean(0, keepdim=True)).reshape(-1, x.shape[-1]).double()
+        _, vectors = torch.linalg.eigh(x.T @ x)  # ascending eigenvalues
+        for adapter in module.lora_A:
+            weight = module.lora_A[adapter].weight
+            top = vectors[:, -weight.shape[0] :].flip(-1).T
+            norms = weight.norm(dim=1, keepdim=True)
+            with torch.no_grad():
+                weight.copy_((top * norms.double()).to(weight))
+    return len(modules)
+
+
+__all__ = [
+    "Weights",
+    "as_list",
+    "default_lora_targets",
+    "init_lora_from_states",
+    "lora_targets",
+    "sample_key",
+]

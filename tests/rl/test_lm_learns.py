@@ -52,6 +52,7 @@ def _p_rewarded(trainer) -> dict[str, float]:
     [
         ("score", "ppo", {}),
         ("score", "ppo", {"center_grad": True, "value_whiten": True}),
+        ("score", "ppo", {"center_grad": True, "lora_init": "states"}),
         ("score", "grpo", {}),
         ("score", "reinforce", {}),
         ("generate", "ppo", {}),
@@ -123,3 +124,34 @@ def test_the_whitened_critic_learns_each_state_value_and_is_restored(tmp_path):
     assert left - right > 0.7, (left, right)
     restored = restore_trainer(str(tmp_path))
     assert values(restored) == pytest.approx([left, right], abs=1e-5)
+
+
+def test_lora_init_from_states_changes_no_output_and_reads_what_states_differ_in():
+    """``lora.init=states``: B stays zero (the same log-probs), and each A's rows are
+    orthogonal directions inside the span of the states' differences at the last positions."""
+    from peft import LoraConfig, get_peft_model
+
+    from llmgym.policy.testing import tiny_model
+    from llmgym.rl.weights import init_lora_from_states
+
+    model, _ = tiny_model()
+    model = get_peft_model(model, LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))
+    prompts = [[5, 6, 7, 9], [5, 8, 7, 9], [4, 6, 3, 9]]
+    ids = torch.tensor(prompts)
+    with torch.no_grad():
+        before = model(input_ids=ids).logits
+    seen = {}
+    module = model.base_model.model.model.layers[0].self_attn.q_proj
+    handle = module.register_forward_pre_hook(lambda m, a: seen.setdefault("x", a[0].detach()))
+    assert init_lora_from_states(model, prompts, pad_id=0, positions=4) == 4
+    handle.remove()
+    with torch.no_grad():
+        assert torch.equal(model(input_ids=ids).logits, before)
+    a = module.lora_A["default"].weight.detach().double()
+    gram = a @ a.T
+    assert torch.allclose(gram, torch.diag(torch.diag(gram)), atol=1e-6)  # orthogonal rows
+    x = seen["x"].double()
+    diffs = (x - x.mean(0, keepdim=True)).reshape(-1, x.shape[-1])
+    basis = torch.linalg.svd(diffs, full_matrices=False).Vh[:2]  # rank 2: three states
+    inside = (a @ basis.T).norm(dim=1) / a.norm(dim=1)
+    assert torch.allclose(inside, torch.ones(2, dtype=inside.dtype), atol=1e-6)
