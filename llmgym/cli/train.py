@@ -223,6 +223,7 @@ def train(
         start_value = _start_value(trainer, Path(output), final_eval_episodes, resume)
         final = trainer.train(resume=resume, final_episodes=final_eval_episodes)
         weights = trainer.save_policy(policy_out or Path(output) / "policy")
+        constants = _constants(trainer, config)  # every process: the policy may act collectively
     except (LLMGymError, ValueError, OSError) as error:  # bad model name, config or files
         raise fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
     if not main:
@@ -253,6 +254,7 @@ def train(
         else None,
         "eval_value": final["mean_return"],
         "eval_ci95": final["ci95"],
+        **constants,
         "weights": str(weights),
         "eval_episodes": final["episodes"],
         "eval_mean_return": final["mean_return"],
@@ -309,6 +311,29 @@ def _write_results(
         references={k: v["mean_return"] for k, v in refs.items()},
         title=f"{result['env_id']} {result['algo']} {result['mode']} ({config.policy.model})",
     )
+
+
+def _constants(trainer: Any, config: Any) -> dict[str, Any]:
+    """The record's ``best_constant_value``: the exact value of the best policy that always
+    answers one action; and ``constant_policy``: that action's name when the final greedy policy
+    takes one action in every state (``llmgym.evaluation.constant``). Both null where the env
+    has no exact evaluation, ``constant_policy`` also where the policy sees a chat history."""
+    from llmgym.evaluation.constant import constant_values
+    from llmgym.evaluation.exact import exact_value
+
+    env_id, kwargs = config.run.env_id, trainer.eval_kwargs
+    consts = constant_values(env_id, kwargs)
+    if consts is None:
+        return {"best_constant_value": None, "constant_policy": None}
+    constant = None
+    if config.policy.history == 0:  # a Markov policy: its greedy action in each state
+
+        def act(observations: list[str], infos: list[dict[str, Any]]) -> list[str]:
+            return [s.text for s in trainer.policy.act(observations, infos, greedy=True)]
+
+        with trainer.torch.no_grad():
+            constant = consts.constant_action(exact_value(env_id, act, kwargs))
+    return {"best_constant_value": consts.best_value, "constant_policy": constant}
 
 
 def _policy_family(config: Any) -> str:
