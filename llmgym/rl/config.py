@@ -155,23 +155,23 @@ class OptimSection(Checked):
     minibatch_size: int = field(default=32, metadata=rule(min=1))
     """Samples (turns) per optimizer step."""
     micro_batch_size: int = field(default=16, metadata=rule(min=1))
-    """Samples per forward/backward pass; ``minibatch_size / micro_batch_size`` accumulation
-    steps make one optimizer step (lower it to save memory)."""
+    """Samples per forward/backward pass (accumulated into one step; lower it to save memory)."""
     train_backbone: bool = True
     """Train the language model (LoRA or full). False: it stays frozen, only the heads learn,
     and each distinct prompt's features are computed once and reused (memoised)."""
+    lm_optimizer: str = field(default="adamw", metadata=rule(choices=("adamw", "sgd")))
+    """The language model's optimizer: ``adamw``, or ``sgd`` at ``learning_rate`` (a step that
+    follows the gradient's size, as the head's; ``llmgym.rl.optim``)."""
     head_optimizer: str = field(default="sgd", metadata=rule(choices=tuple(HEAD_OPTIMIZERS)))
     """Optimizer of the action head: ``sgd`` (a step that follows the gradient's size;
     ``llmgym.rl.optim``) or ``adamw`` (as the other weights)."""
     head_lr: float | None = field(default=None, metadata={"rule": LEARNING_RATE})
     """Learning rate of the action head (default: 0.3 with SGD, 3e-3 with AdamW)."""
     anneal_lr: bool = False
-    """Decay every learning rate linearly to 0 over the budget (as CleanRL's PPO): the last
-    updates are small, so the final policy is not the noise of its last batches."""
+    """Decay every learning rate linearly to 0 over the budget (as CleanRL's PPO)."""
     prefix_cache_grad: bool = True
-    """Score mode: the update reuses the KV cache of the prompt prefix all samples share (the
-    system prompt), computed without gradient under the current weights; gradients flow
-    through the observation and action tokens only. 3-6x cheaper updates on CPU."""
+    """Score mode: the update reuses the shared system prompt's KV cache (no gradient through
+    it; gradients flow through the observation and action tokens). 3-6x cheaper on CPU."""
 
     def head_rate(self) -> float:
         """The action head's learning rate: ``head_lr``, else its optimizer's default.

@@ -1,5 +1,5 @@
 """Several torch optimizers stepped as one: AdamW for the language model and the critic, plain
-SGD for the action head (``head_optimizer``).
+SGD for the action head (``head_optimizer``) and, with ``lm_optimizer=sgd``, the language model.
 
 Why SGD for the head: its step follows the size of the gradient. Adam's per-coordinate
 normalisation gives every weight of the bilinear head a step of about ``lr`` whatever its
@@ -70,7 +70,8 @@ def make_optimizer(
 ) -> Optimizers:
     """AdamW with the language model's trainable weights as group 0 (``lr``) and one group per
     extra module at its own rate (``module_lr``, else ``lr``); the action head in its own SGD
-    when ``optim.head_optimizer`` is ``sgd``. Every group remembers its ``initial_lr``.
+    when ``optim.head_optimizer`` is ``sgd``, and the language model too when
+    ``optim.lm_optimizer`` is ``sgd``. Every group remembers its ``initial_lr``.
 
     Example:
         >>> import torch
@@ -80,11 +81,15 @@ def make_optimizer(
         ...     {"action_head": 0.3}, NS(weight_decay=0.0, head_optimizer="sgd"), lr=1e-3)
         >>> [(type(o).__name__, o.param_groups[0]["lr"]) for o in opt.optimizers]
         [('AdamW', 0.001), ('SGD', 0.3)]
+        >>> optim = NS(weight_decay=0.0, head_optimizer="adamw", lm_optimizer="sgd")
+        >>> opt = make_optimizer(torch.nn.Linear(2, 2), {"action_head": head}, {}, optim, lr=0.5)
+        >>> [(type(o).__name__, o.param_groups[0]["lr"]) for o in opt.optimizers]
+        [('SGD', 0.5), ('AdamW', 0.5)]
     """
     import torch
 
-    groups = [{"params": [p for p in model.parameters() if p.requires_grad], "lr": lr}]
-    sgd = []
+    lm = {"params": [p for p in model.parameters() if p.requires_grad], "lr": lr}
+    groups, sgd = ([lm], []) if getattr(optim, "lm_optimizer", "adamw") == "adamw" else ([], [lm])
     for name, module in extra_modules.items():
         params = [p for p in module.parameters() if p.requires_grad]
         group = {"params": params, "lr": module_lr.get(name, lr)}
@@ -92,9 +97,11 @@ def make_optimizer(
         (sgd if own else groups).append(group)
     for group in groups + sgd:
         group["initial_lr"] = group["lr"]
-    optimizers = [torch.optim.AdamW(groups, weight_decay=optim.weight_decay)]
+    optimizers = [torch.optim.AdamW(groups, weight_decay=optim.weight_decay)] if groups else []
     if sgd:
         optimizers.append(torch.optim.SGD(sgd))
+    if lm in sgd:  # the language model's group first: ``param_groups[0]`` is its rate
+        optimizers.reverse()
     return Optimizers(optimizers)
 
 

@@ -53,14 +53,14 @@ def _p_rewarded(trainer) -> dict[str, float]:
         ("score", "ppo", {}),
         ("score", "ppo", {"center_grad": True, "value_whiten": True}),
         ("score", "ppo", {"center_grad": True, "lora_init": "states"}),
+        ("score", "ppo", {"center_grad": True, "lm_optimizer": "sgd", "learning_rate": 0.3}),
         ("score", "grpo", {}),
         ("score", "reinforce", {}),
         ("generate", "ppo", {}),
     ],
 )
 def test_the_model_without_a_head_learns_a_contextual_bandit(mode, algo, extra, tmp_path):
-    trainer = make_trainer(
-        algo,
+    settings = dict(
         model="tiny",
         env_id=register_contextual() if mode == "score" else register_contextual_parity(),
         mode=mode,
@@ -76,8 +76,9 @@ def test_the_model_without_a_head_learns_a_contextual_bandit(mode, algo, extra, 
         checkpoint_every=0,
         progress=False,
         num_threads=1,
-        **({"group_size": 4} if algo == "grpo" else {}),
-        **extra,
+    )
+    trainer = make_trainer(
+        algo, **(settings | ({"group_size": 4} if algo == "grpo" else {}) | extra)
     )
     assert trainer.policy.head is None
     before = _p_rewarded(trainer)
