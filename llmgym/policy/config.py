@@ -336,10 +336,11 @@ class PolicyConfig(Checked):
     complete (rambling past it costs decode steps for the whole batch)."""
     center_grad: bool = False
     """Score mode, in an update: centre each action's score gradient over the rows of a
-    forward pass (rows with the same valid actions), so the update moves the actions' scores
-    state against state and the one direction every state shares gets no push. Without it the
-    language model's gradient is mostly that shared direction, and an update turns every state
-    towards the same action (Blackjack: always stick). The forward pass is unchanged."""
+    forward pass (rows with the same valid actions), so the update pushes the actions' scores
+    state against state and not the direction every state shares (the language model's
+    gradient is mostly that one: Blackjack turned to always-stick). The forward pass is
+    unchanged. With AdamW the scores still drift together (every coordinate moves ~lr);
+    pair it with ``optim.lm_optimizer=sgd``."""
     backend: str = field(default="hf", metadata=rule(choices=BACKENDS))
     """``hf``: transformers in this process. ``vllm``: act through a running vLLM server
     (``vllm_url``; ``llmgym.policy.backends.vllm``) or ``vllm.LLM`` in this process

@@ -163,8 +163,11 @@ class UpdateSteps:
             return
         from llmgym.rl.weights import init_lora_from_states
 
-        prompts = list({tuple(s.sample.prompt_ids): 0 for e in episodes for s in e.steps})
-        init_lora_from_states(self.model, prompts, self.tokenizer.pad_token_id)
+        prompts = self.processes.gather(
+            [tuple(s.sample.prompt_ids) for e in episodes for s in e.steps]
+        )
+        # every process the same prompts in the same order, so the replicas stay equal
+        init_lora_from_states(self.model, list(dict.fromkeys(prompts)), self.tokenizer.pad_token_id)
 
     def _refresh_head_features(self, episodes: list[Episode]) -> None:
         """Add the batch's hidden states to the head's whitening statistics and refresh the map
