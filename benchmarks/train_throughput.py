@@ -206,7 +206,7 @@ def phase(env_id: str, name: str, path: str, args: argparse.Namespace) -> dict[s
         "ppo",
         env_id=env_id,
         model=args.model,
-        device="cpu",
+        device=args.device,
         num_envs=min(8, episodes),
         episodes_per_update=episodes,
         total_env_steps=10**9,
@@ -418,6 +418,7 @@ def main() -> None:
     )
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (the trainer's).")
     parser.add_argument("--quick", action="store_true", help="Tiny random model, 1 iteration.")
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--workdir", default="/tmp/llmgym-train-throughput")
@@ -432,6 +433,13 @@ def main() -> None:
 
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     described = machine(args.threads)
+    if args.device != "cpu":  # the trainer on a GPU; the GEMM peak below stays the CPU's
+        import torch
+
+        gpu = torch.cuda.get_device_name(torch.device(args.device))
+        described = described.replace("no GPU, ", "") + (
+            f"; the trainer on {args.device} ({gpu}): 'of peak' compares with the CPU's peak"
+        )
     peaks = [gemm_peak(args.threads)]
     rows = []
     for env_id in args.envs:
@@ -452,6 +460,7 @@ def main() -> None:
         "model": args.model,
         "algo": "ppo",
         "machine": described,
+        "device": args.device,
         "gemm_peak_gflop_per_s": peak,
         "gemm_peaks_measured": peaks,
         "flop_model": (

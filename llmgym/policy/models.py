@@ -375,7 +375,7 @@ def load_model_for(
         from llmgym.policy.testing import tiny_model
 
         model, tokenizer = tiny_model(seed=0)
-        model = model.to(dtype=torch_dtype)
+        model = model.to(device=resolve_device(device), dtype=torch_dtype)
     else:
         model, tokenizer = load_model(name, device=device, dtype=torch_dtype)
     if backbone == "random-init":
