@@ -369,13 +369,13 @@ def load_model_for(
     """
     import torch
 
-    kind = resolve_device(device) if device == "auto" else torch.device(device).type
-    torch_dtype = resolve_dtype(None if dtype == "auto" else dtype, kind)
+    where = torch.device(resolve_device(device) if device == "auto" else device)
+    torch_dtype = resolve_dtype(None if dtype == "auto" else dtype, where.type)
     if name == "tiny":
         from llmgym.policy.testing import tiny_model
 
         model, tokenizer = tiny_model(seed=0)
-        model = model.to(device=resolve_device(device), dtype=torch_dtype)
+        model = model.to(device=where, dtype=torch_dtype)
     else:
         model, tokenizer = load_model(name, device=device, dtype=torch_dtype)
     if backbone == "random-init":
