@@ -327,12 +327,15 @@ def _constants(trainer: Any, config: Any) -> dict[str, Any]:
         return {"best_constant_value": None, "constant_policy": None}
     constant = None
     if config.policy.history == 0:  # a Markov policy: its greedy action in each state
+        result = trainer.last_exact if trainer.uses_exact_eval() else None  # the final one's
+        if result is None:
 
-        def act(observations: list[str], infos: list[dict[str, Any]]) -> list[str]:
-            return [s.text for s in trainer.policy.act(observations, infos, greedy=True)]
+            def act(observations: list[str], infos: list[dict[str, Any]]) -> list[str]:
+                return [s.text for s in trainer.policy.act(observations, infos, greedy=True)]
 
-        with trainer.torch.no_grad():
-            constant = consts.constant_action(exact_value(env_id, act, kwargs))
+            with trainer.torch.no_grad():
+                result = exact_value(env_id, act, kwargs)
+        constant = consts.constant_action(result)
     return {"best_constant_value": consts.best_value, "constant_policy": constant}
 
 

@@ -77,8 +77,9 @@ def make_optimizer(
         >>> import torch
         >>> from types import SimpleNamespace as NS
         >>> head = torch.nn.Linear(2, 1)
+        >>> optim = NS(weight_decay=0.0, head_optimizer="sgd", lm_optimizer="adamw")
         >>> opt = make_optimizer(torch.nn.Linear(2, 2), {"action_head": head},
-        ...     {"action_head": 0.3}, NS(weight_decay=0.0, head_optimizer="sgd"), lr=1e-3)
+        ...     {"action_head": 0.3}, optim, lr=1e-3)
         >>> [(type(o).__name__, o.param_groups[0]["lr"]) for o in opt.optimizers]
         [('AdamW', 0.001), ('SGD', 0.3)]
         >>> optim = NS(weight_decay=0.0, head_optimizer="adamw", lm_optimizer="sgd")
@@ -89,7 +90,7 @@ def make_optimizer(
     import torch
 
     lm = {"params": [p for p in model.parameters() if p.requires_grad], "lr": lr}
-    groups, sgd = ([lm], []) if getattr(optim, "lm_optimizer", "adamw") == "adamw" else ([], [lm])
+    groups, sgd = ([lm], []) if optim.lm_optimizer == "adamw" else ([], [lm])
     for name, module in extra_modules.items():
         params = [p for p in module.parameters() if p.requires_grad]
         group = {"params": params, "lr": module_lr.get(name, lr)}

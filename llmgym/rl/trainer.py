@@ -133,6 +133,7 @@ class Trainer(UpdateSteps, Checkpointing):
         self.module_lr: dict[str, float] = {}  # learning rates of extra modules (else the main)
         self.ent_boost = 0.0  # added to the entropy bonus while entropy is below min_entropy
         self.features_frozen = False  # after SFT the head keeps the demos' feature map
+        self.last_exact: Any = None  # the newest exact evaluation (ExactResult)
         self.recent_successes: list[Any] = []  # turns that ``sft.during_rl`` trains on
         self.first_eval: dict[str, Any] | None = None  # the iteration-0 evaluation of train()
         #: Shuffles minibatches (and draws GRPO's branch points); checkpointed.
@@ -325,6 +326,7 @@ class Trainer(UpdateSteps, Checkpointing):
         start = time.perf_counter()
         with self.torch.no_grad():
             result = exact_value(self.config.run.env_id, act, self.eval_kwargs)
+        self.last_exact = result  # the actions it took, for the run's record
         wall = time.perf_counter() - start
         return EvalResult.exact(result.value, result.parse_rate, wall).summary()
 

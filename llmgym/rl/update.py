@@ -157,9 +157,9 @@ class UpdateSteps:
         """``lora.init=states``: before the first update, point the LoRA A matrices at the
         directions the batch's states differ in (:func:`init_lora_from_states`)."""
         lora = self.config.lora
-        if lora.init != "states" or self.iteration > 0 or not self.config.optim.train_backbone:
+        if lora.init != "states" or not lora.enabled or not self.config.optim.train_backbone:
             return
-        if not lora.enabled:
+        if self.iteration > 0:  # set once, before the first update (a resume keeps its own)
             return
         from llmgym.rl.weights import init_lora_from_states
 

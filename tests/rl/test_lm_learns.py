@@ -26,6 +26,19 @@ from bandit import (  # noqa: E402
 from llmgym.rl import make_trainer  # noqa: E402
 
 ROOMS = list(ContextualBandit.ROOMS)
+#: The tiny model with no head, 16 envs, updates of 32 episodes, no evaluation or checkpoint.
+FAST = dict(
+    model="tiny",
+    action_head=False,
+    num_envs=16,
+    episodes_per_update=32,
+    minibatch_size=32,
+    eval_every=0,
+    eval_start=False,
+    checkpoint_every=0,
+    progress=False,
+    num_threads=1,
+)
 
 
 def _p_rewarded(trainer) -> dict[str, float]:
@@ -60,22 +73,13 @@ def _p_rewarded(trainer) -> dict[str, float]:
     ],
 )
 def test_the_model_without_a_head_learns_a_contextual_bandit(mode, algo, extra, tmp_path):
-    settings = dict(
-        model="tiny",
+    settings = FAST | dict(
         env_id=register_contextual() if mode == "score" else register_contextual_parity(),
         mode=mode,
-        action_head=False,
         max_new_tokens=6,
-        num_envs=16,
-        episodes_per_update=32,
-        minibatch_size=32,
         learning_rate=3e-3,
         total_episodes=32 * (20 if mode == "score" else 60),
-        eval_every=0,
-        eval_start=False,
-        checkpoint_every=0,
-        progress=False,
-        num_threads=1,
+        output_dir=str(tmp_path),
     )
     trainer = make_trainer(
         algo, **(settings | ({"group_size": 4} if algo == "grpo" else {}) | extra)
@@ -97,20 +101,11 @@ def test_the_whitened_critic_learns_each_state_value_and_is_restored(tmp_path):
 
     trainer = make_trainer(
         "ppo",
-        model="tiny",
+        **FAST,
         env_id=register_room_value(),
-        action_head=False,
         value_whiten=True,
         value_lr=0.02,
-        num_envs=16,
-        episodes_per_update=32,
-        minibatch_size=32,
         total_episodes=32 * 6,
-        eval_every=0,
-        eval_start=False,
-        checkpoint_every=0,
-        progress=False,
-        num_threads=1,
         output_dir=str(tmp_path),
     )
     trainer.train()

@@ -36,11 +36,15 @@ class TextBandit(gym.Env):
         return "Done.", reward, True, False, self._info() | {"parse": parse}
 
 
-def register(good: str = "b") -> str:
-    env_id = f"LLMGymTest-Bandit-{good}-v0"
+def _registered(env_id: str, entry_point: type, **kwargs) -> str:
+    """``env_id``, registered for ``entry_point(**kwargs)`` on first use."""
     if env_id not in gym.registry:
-        gym.register(env_id, entry_point=TextBandit, kwargs={"good": good})
+        gym.register(env_id, entry_point=entry_point, kwargs=kwargs)
     return env_id
+
+
+def register(good: str = "b") -> str:
+    return _registered(f"LLMGymTest-Bandit-{good}-v0", TextBandit, good=good)
 
 
 class ContextualBandit(TextBandit):
@@ -64,10 +68,7 @@ class ContextualBandit(TextBandit):
 
 
 def register_contextual() -> str:
-    env_id = "LLMGymTest-ContextualBandit-v0"
-    if env_id not in gym.registry:
-        gym.register(env_id, entry_point=ContextualBandit)
-    return env_id
+    return _registered("LLMGymTest-ContextualBandit-v0", ContextualBandit)
 
 
 class RoomValueBandit(ContextualBandit):
@@ -80,10 +81,7 @@ class RoomValueBandit(ContextualBandit):
 
 
 def register_room_value() -> str:
-    env_id = "LLMGymTest-RoomValueBandit-v0"
-    if env_id not in gym.registry:
-        gym.register(env_id, entry_point=RoomValueBandit)
-    return env_id
+    return _registered("LLMGymTest-RoomValueBandit-v0", RoomValueBandit)
 
 
 class ContextualParityBandit(ContextualBandit):
@@ -102,10 +100,7 @@ class ContextualParityBandit(ContextualBandit):
 
 
 def register_contextual_parity() -> str:
-    env_id = "LLMGymTest-ContextualParityBandit-v0"
-    if env_id not in gym.registry:
-        gym.register(env_id, entry_point=ContextualParityBandit)
-    return env_id
+    return _registered("LLMGymTest-ContextualParityBandit-v0", ContextualParityBandit)
 
 
 class NaNBandit(TextBandit):
@@ -128,7 +123,4 @@ class NaNBandit(TextBandit):
 
 
 def register_nan() -> str:
-    env_id = "LLMGymTest-NaNBandit-v0"
-    if env_id not in gym.registry:
-        gym.register(env_id, entry_point=NaNBandit)
-    return env_id
+    return _registered("LLMGymTest-NaNBandit-v0", NaNBandit)
