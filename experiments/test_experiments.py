@@ -163,3 +163,18 @@ def test_lm_score_table_has_a_row_per_sum_and_a_column_per_dealer_card(tmp_path)
     assert all(len(r.split()) == 11 for r in rows)
     table = json.loads((tmp_path / "table.json").read_text())["hit_minus_stick"]
     assert [len(r) for r in table] == [10] * 18
+
+
+def test_lm_exact_pg_steps_with_the_exact_gradient_and_maps_the_greedy_policy(tmp_path):
+    """Two exact-gradient steps on the tiny model: the curve has a point per step, values are
+    Blackjack returns, and the map has an action for every hard hand against every card."""
+    out = tmp_path / "curve.json"
+    args = ["--steps", "2", "--direction", "logits", "--json", str(out), "--set", "model=tiny"]
+    args += ["--set", "minibatch_size=560", "--set", f"output_dir={tmp_path / 'run'}"]
+    _run("lm_exact_pg.py", *args)
+    record = json.loads(out.read_text())
+    assert [p["step"] for p in record["curve"]] == [0, 1, 2]
+    assert all(-1.0 <= p["greedy_exact"] <= 1.0 for p in record["curve"])
+    hard = record["greedy_hard"]
+    assert sorted(int(k) for k in hard) == list(range(4, 22))
+    assert all(len(row) == 10 and set(row) <= {"H", "."} for row in hard.values())

@@ -48,3 +48,5 @@ class PolicyOutput:
     """[B, H] the backbone's last hidden state at the last prompt token (for a value head)."""
     token_logprobs: list[torch.Tensor] = field(default_factory=list)
     """Generate mode: [T_i] per-token log-probs of each completion; [] in score mode."""
+    candidate_logprobs: list[torch.Tensor] = field(default_factory=list)
+    """Score mode: [K_i] log pi of each valid action of each sample; [] in generate mode."""

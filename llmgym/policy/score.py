@@ -161,10 +161,14 @@ class ScoreMode:
         features = self.head.whitener(hidden)
         out = []
         for b, acts in enumerate(actions):
-            emb = torch.stack([self._action_embedding(a) for a in acts])[None]
-            head = self.head(features[b : b + 1], emb)[0]
+            head = self.head(features[b : b + 1], self.action_embeddings(acts)[None])[0]
             out.append(lm_scores[b] + head if self.head.lm_prior else head)
         return out
+
+    def action_embeddings(self, actions: Sequence[str]) -> torch.Tensor:
+        """[K, E] the fixed unit-norm embeddings the action head (and PPO's Q-critic) reads
+        ``actions`` by."""
+        return torch.stack([self._action_embedding(a) for a in actions])
 
     def _action_embedding(self, action: str) -> torch.Tensor:
         if action not in self._action_embeddings:
@@ -198,12 +202,15 @@ class ScoreMode:
         scores = self._candidate_scores(hidden, lm, actions)
         if self.config.center_grad and torch.is_grad_enabled():
             scores = centered_grad(scores, actions)
-        logprob, entropy = [], []
+        logprob, entropy, every = [], [], []
         for s, score in zip(samples, scores):
             logpi = torch.log_softmax(score / self.config.temperature, -1)
             logprob.append(logpi[s.action_index])
             entropy.append(-(logpi.exp() * logpi).sum())
-        return PolicyOutput(torch.stack(logprob), torch.stack(entropy), hidden)
+            every.append(logpi)
+        return PolicyOutput(
+            torch.stack(logprob), torch.stack(entropy), hidden, candidate_logprobs=every
+        )
 
 
 class _CenterGrad(torch.autograd.Function):

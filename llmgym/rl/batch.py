@@ -40,6 +40,9 @@ class RolloutBatch:
     """[N] log pi_ref(action), when a KL term to the reference is on."""
     weights: Any = None
     """[N] a per-sample weight of the policy-gradient term (GRPO: informative samples)."""
+    action_coefficients: list[Any] | None = None
+    """[K_i] per sample: the weight of each valid action's log-prob in the actor loss (PPO's
+    ``q_critic``)."""
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -63,6 +66,7 @@ class RolloutBatch:
             returns=rows(self.returns),
             ref_logprobs=rows(self.ref_logprobs),
             weights=rows(self.weights),
+            action_coefficients=rows(self.action_coefficients),
         )
 
 

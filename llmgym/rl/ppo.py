@@ -19,6 +19,9 @@ How it departs from PPO as written for Atari/MuJoCo (Schulman et al. 2017; Clean
 - ``mirror`` (envs with a mirror symmetry, e.g. CartPole) adds each state's mirror image with
   the mirrored action and the same advantage, so an update moves a symmetric policy alike on
   both sides;
+- ``q_critic`` (score mode) replaces the critic by one of every valid action, Q(s, a), and the
+  clipped surrogate by a cross-entropy to the critic's improved policy in each state
+  (``qcritic.py``), which does not fade as an action becomes unlikely;
 - ``target_kl`` stops the epoch loop early once the approximate KL between the rollout
   policy and the current one exceeds it; an optional KL penalty to the reference (the model
   with the LoRA adapter switched off) keeps the policy near the pretrained model.
@@ -34,12 +37,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from llmgym.errors import TrainingError
+from llmgym.errors import ConfigError, TrainingError
 from llmgym.rl.advantages import gae
 from llmgym.rl.batch import RolloutBatch
 from llmgym.rl.config import TrainConfig
 from llmgym.rl.losses import clipped_surrogate, k3_kl, token_clipped_surrogate
 from llmgym.rl.mirror import check_mirror, mirrored_samples
+from llmgym.rl.qcritic import QCritic, actor_targets
 from llmgym.rl.trainer import Trainer
 from llmgym.rollout import Episode
 
@@ -85,6 +89,17 @@ class PPOConfig(TrainConfig):
     one, as with the head. On Blackjack (SmolLM2-135M, no head) the MLP explained 0.0002 of
     the returns' variance after 18 updates, the whitened critic ~0.25 at ``value_lr`` 1e-3
     (negative at 0.01); docs/results/research-notes.md."""
+    q_critic: bool = False
+    """Score mode: the critic scores every valid action, Q(s, a), bilinear in whitened hidden
+    states and the actions' embeddings and trained on the returns of the actions taken; the
+    actor is fitted in each visited state, by cross-entropy, to the critic's improved policy
+    (``q_step``) instead of the clipped surrogate (``qcritic.py``). On Blackjack with the
+    language model alone even the exact policy gradient (no sampling noise) drove every state
+    to "stick"; this step moves an unlikely action as much as a likely one
+    (docs/results/research-notes.md)."""
+    q_step: float = 1.0
+    """``q_critic``: the actor is fitted in each state to ``softmax(log pi_old + q_step * c)``,
+    ``c`` the centred Q-values scaled to unit root mean square over the batch."""
     value_norm: bool = False
     """Train the critic on returns normalized by running statistics (see above)."""
     value_norm_decay: float = 0.9
@@ -109,7 +124,14 @@ class PPOTrainer(Trainer):
             check_mirror(self.envs[0] if self.envs else None, policy.mode, policy.history)
         hidden = self.model.config.hidden_size if hasattr(self.model, "config") else None
         hidden = hidden or self.model.get_base_model().config.hidden_size
-        if self.policy.head is not None:  # linear on the action head's whitened features
+        self.q_head = None
+        if self.config.q_critic:
+            if self.config.policy.mode != "score":
+                raise ConfigError("q_critic=true needs score mode (it scores every valid action).")
+            features = self.policy.head.feature_size if self.policy.head is not None else hidden
+            embed = self.model.get_input_embeddings().weight.shape[1]
+            head = self.q_head = QCritic(features, embed, self.config.policy.head_whiten_eps)
+        elif self.policy.head is not None:  # linear on the action head's whitened features
             head = torch.nn.Linear(self.policy.head.feature_size, 1)
             torch.nn.init.zeros_(head.weight)
             torch.nn.init.zeros_(head.bias)
@@ -147,6 +169,24 @@ class PPOTrainer(Trainer):
         """The value in return units."""
         mean, std = self.return_scale()
         return self.normalized_value(hidden) * std + mean
+
+    def q_values(self, hidden: Any, samples: list[Any]) -> list[Any]:
+        """``q_critic``: [K_i] the (normalized) Q-value of each sample's valid actions."""
+        features = self.policy.features(hidden).detach()
+        return [
+            self.q_head(f[None], self.policy.action_embeddings(s.valid_actions)[None])[0]
+            for f, s in zip(features, samples)
+        ]
+
+    def state_values(self, out: Any, samples: list[Any]) -> Any:
+        """V(s) in return units of the samples' states: the value head's, or with
+        ``q_critic`` the policy's expectation of the Q-values."""
+        if self.q_head is None:
+            return self.value(out.hidden)
+        mean, std = self.return_scale()
+        q = self.q_values(out.hidden, samples)
+        v = [(lp.float().exp() * qi).sum() for lp, qi in zip(out.candidate_logprobs, q)]
+        return self.torch.stack(v) * std + mean
 
     def return_scale(self) -> tuple[float, float]:
         """Mean and standard deviation that ``value_norm`` divides the returns by (0 and 1 until
@@ -199,7 +239,7 @@ class PPOTrainer(Trainer):
             return {}
         with self.torch.no_grad():
             samples = self.act([e.final_observation for e in cut], [e.final_info for e in cut])
-            values = self.value(self.evaluate_samples(samples).hidden).tolist()
+            values = self.state_values(self.evaluate_samples(samples), samples).tolist()
         return {e.index: v for e, v in zip(cut, values)}
 
     def advantages(
@@ -226,6 +266,30 @@ class PPOTrainer(Trainer):
 
     # ---- the update --------------------------------------------------------------------------
 
+    def _refresh_critic_features(self, outs: list[Any]) -> None:
+        """A critic with its own whitener (``value_whiten`` without a head, ``q_critic``): add
+        this batch's features to its statistics and refresh the map, the same in every
+        process."""
+        if self.q_head is not None:
+            whitener = self.q_head.whitener
+        elif self.config.value_whiten and self.policy.head is None:
+            whitener = self.value_head[0]
+        else:
+            return
+        hidden = self.processes.gather([h.cpu() for out in outs for h in out.hidden])
+        features = self.policy.features(self.torch.stack(hidden).to(self.device))
+        whitener.update(features.detach())
+        whitener.refresh()
+
+    @staticmethod
+    def _offsets(outs: list[Any]) -> list[tuple[int, Any]]:
+        """(index of its first sample, output) of each chunk's output."""
+        k, pairs = 0, []
+        for out in outs:
+            pairs.append((k, out))
+            k += len(out.logprob)
+        return pairs
+
     def update(self, episodes: list[Episode], acted: list[Any] | None = None) -> dict[str, float]:
         torch, cfg = self.torch, self.config
         steps = [s for e in episodes for s in e.steps]
@@ -237,13 +301,15 @@ class PPOTrainer(Trainer):
             acted = None  # the acted outputs do not cover the mirror images
         # 1. What the rollout policy said: old log-probs and the critic's values.
         old_logp, old_tokens, outs = self.old_logprobs(samples, acted)
-        if self.config.value_whiten and self.policy.head is None:
-            whitener = self.value_head[0]
-            hidden = self.processes.gather([h.cpu() for out in outs for h in out.hidden])
-            whitener.update(torch.stack(hidden).to(self.device))  # the same map in every process
-            whitener.refresh()
+        self._refresh_critic_features(outs)
         with torch.no_grad():
-            old_values = torch.cat([self.value(out.hidden) for out in outs])
+            chunks = [samples[k : k + len(out.logprob)] for k, out in self._offsets(outs)]
+            old_values = torch.cat([self.state_values(o, c) for o, c in zip(outs, chunks)])
+            coefficients = None
+            if self.q_head is not None:  # the actor's weights, from the Q-values before the update
+                q = [qi for o, c in zip(outs, chunks) for qi in self.q_values(o.hidden, c)]
+                old_all = [lp for o in outs for lp in o.candidate_logprobs]
+                coefficients = actor_targets(q, old_all, cfg.q_step)
         # 2. Advantages and the critic's targets (mirror images copy their originals').
         last = self.bootstrap_values(episodes)
         adv_list, ret_list = self.advantages(episodes, old_values[:n].tolist(), last)
@@ -263,6 +329,7 @@ class PPOTrainer(Trainer):
             values=(old_values - ret_mean) / ret_std,
             returns=(returns - ret_mean) / ret_std,
             ref_logprobs=self.reference_logprobs(samples) if cfg.kl_coef > 0 else None,
+            action_coefficients=coefficients,
         )
 
         # 3. The clipped surrogate, the value loss, the entropy bonus and the KL penalty.
@@ -271,7 +338,10 @@ class PPOTrainer(Trainer):
             out = self.evaluate_samples(mb.samples)
             logratio = out.logprob.float() - mb.old_logprobs
             ratio = logratio.exp()
-            if mb.old_token_logprobs is not None:  # per-token ratio, averaged per completion
+            if mb.action_coefficients is not None:  # q_critic: cross-entropy to the targets
+                pairs = zip(mb.action_coefficients, out.candidate_logprobs)
+                pg_loss = -torch.stack([target @ lp.float() for target, lp in pairs])
+            elif mb.old_token_logprobs is not None:  # per-token ratio, averaged per completion
                 token_logratios = [
                     new.float() - old for new, old in zip(out.token_logprobs, mb.old_token_logprobs)
                 ]
@@ -279,7 +349,11 @@ class PPOTrainer(Trainer):
             else:
                 pg_loss = clipped_surrogate(logratio, mb.advantages, cfg.clip_coef)
             pg_loss = pg_loss.mean()
-            v = self.normalized_value(out.hidden)
+            if self.q_head is None:
+                v = self.normalized_value(out.hidden)
+            else:  # the Q-value of the action taken
+                q = self.q_values(out.hidden, mb.samples)
+                v = torch.stack([qi[s.action_index] for qi, s in zip(q, mb.samples)])
             v_loss = (v - mb.returns) ** 2
             if cfg.clip_vloss:
                 v_clip = mb.values + (v - mb.values).clamp(-cfg.clip_coef, cfg.clip_coef)

@@ -67,6 +67,8 @@ def _p_rewarded(trainer) -> dict[str, float]:
         ("score", "ppo", {"center_grad": True, "value_whiten": True}),
         ("score", "ppo", {"center_grad": True, "lora_init": "states"}),
         ("score", "ppo", {"center_grad": True, "lm_optimizer": "sgd", "learning_rate": 0.3}),
+        ("score", "ppo", {"q_critic": True}),
+        ("score", "ppo", {"q_critic": True, "center_grad": True}),
         ("score", "grpo", {}),
         ("score", "reinforce", {}),
         ("generate", "ppo", {}),
@@ -151,3 +153,28 @@ def test_lora_init_from_states_changes_no_output_and_reads_what_states_differ_in
     basis = torch.linalg.svd(diffs, full_matrices=False).Vh[:2]  # rank 2: three states
     inside = (a @ basis.T).norm(dim=1) / a.norm(dim=1)
     assert torch.allclose(inside, torch.ones(2, dtype=inside.dtype), atol=1e-6)
+
+
+def test_the_q_critic_scores_each_action_is_restored_and_needs_score_mode(tmp_path):
+    """``q_critic``: the critic learns each room's paying answer (Q of the rewarded answer
+    above the other's in both rooms, whose rewarded answers differ), a restored run gives the
+    same Q-values, and generate mode is refused in one sentence."""
+    from llmgym.errors import ConfigError
+    from llmgym.rl import restore_trainer
+
+    settings = FAST | dict(env_id=register_contextual(), q_critic=True, output_dir=str(tmp_path))
+    trainer = make_trainer("ppo", **settings, learning_rate=1e-9, total_episodes=32 * 6)
+    trainer.train()
+    info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
+    samples = trainer.act(ROOMS, [info, info])
+
+    def q(t):
+        with torch.no_grad():
+            return [x.tolist() for x in t.q_values(t.evaluate_samples(samples).hidden, samples)]
+
+    (left_a, left_b), (right_a, right_b) = q(trainer)
+    assert left_a > left_b and right_b > right_a, q(trainer)
+    restored = restore_trainer(str(tmp_path))
+    assert q(restored) == [pytest.approx(row, abs=1e-5) for row in q(trainer)]
+    with pytest.raises(ConfigError, match="needs score mode"):
+        make_trainer("ppo", **settings | {"mode": "generate", "output_dir": str(tmp_path / "g")})

@@ -1,0 +1,72 @@
+"""A critic of every valid action, and the actor step it gives (PPO's ``q_critic``).
+
+The clipped surrogate moves a state's scores by ``pi(a|s) A(s,a)``: once an action has become
+unlikely in a state, nothing moves it back, however good it is there. On Blackjack with the
+language model alone (no action head) even the *exact* policy gradient, with no sampling
+noise, drove every state to "stick" within 6 full-batch AdamW steps and stayed there
+(``experiments/lm_exact_pg.py``; docs/results/research-notes.md). The Q-critic instead scores
+every valid action of a visited state, ``Q(s, a)``, so the actor can be moved by each state's
+Q-values themselves: in each visited state it is fitted by cross-entropy to
+``softmax(log pi_old + step * c)``, ``c`` the critic's Q-values centred over the state's actions
+and scaled over the batch. That is the tabular natural policy gradient's step (Kakade 2001;
+Agarwal et al. 2021), as MPO and MDPO take it: it moves an unlikely action as much as a likely
+one, and it is bounded, however many epochs fit it. (Moving the scores by ``c`` alone, with no
+bound, collapsed Blackjack to "stick" in 15 updates.)
+
+The critic is bilinear in whitened state features and the actions' fixed embeddings, as the
+action head is, so it takes any number of actions per state::
+
+    >>> import torch
+    >>> critic = QCritic(hidden_size=4, embed_size=3)
+    >>> critic(torch.randn(2, 4), torch.randn(2, 2, 3)).shape  # zero-initialised
+    torch.Size([2, 2])
+    >>> q = [torch.tensor([1.0, 3.0]), torch.tensor([0.0, 0.0, 3.0])]
+    >>> [[round(c, 2) for c in row.tolist()] for row in centred_q(q)]
+    [[-0.79, 0.79], [-0.79, -0.79, 1.58]]
+    >>> uniform = [torch.log(torch.full((2,), 0.5)), torch.log(torch.full((3,), 1 / 3))]
+    >>> [[round(p, 2) for p in row.tolist()] for row in actor_targets(q, uniform, step=1.0)]
+    [[0.17, 0.83], [0.08, 0.08, 0.84]]
+"""
+
+from __future__ import annotations
+
+import torch
+
+from llmgym.policy.action_head import ActionHead
+
+
+class QCritic(ActionHead):
+    """``Q(s, a)`` for each candidate: the action head's bilinear form on its own whitened
+    features (``forward(hidden [B, H], action_embeddings [B, K, E]) -> [B, K]``)."""
+
+    def __init__(self, hidden_size: int, embed_size: int, whiten_eps: float = 0.3) -> None:
+        super().__init__(hidden_size, embed_size, whiten_eps, lm_prior=False)
+
+    def forward(self, hidden: torch.Tensor, action_embeddings: torch.Tensor) -> torch.Tensor:
+        return super().forward(self.whitener(hidden), action_embeddings)
+
+
+def centred_q(q_rows: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Per state, the critic's Q-values centred over its actions, all divided by their root
+    mean square over the batch (scale-free, as normalised advantages are); zeros while the
+    critic is flat."""
+    centred = [q.float() - q.float().mean() for q in q_rows]
+    entries = torch.cat(centred) if centred else torch.zeros(0)
+    scale = float(entries.pow(2).mean().sqrt()) if len(entries) else 0.0
+    return [c / scale if scale > 1e-8 else torch.zeros_like(c) for c in centred]
+
+
+def actor_targets(
+    q_rows: list[torch.Tensor], old_logprobs: list[torch.Tensor], step: float
+) -> list[torch.Tensor]:
+    """Per state, the distribution the actor is fitted to (by cross-entropy):
+    ``softmax(log pi_old + step * centred_q)``, the mirror-descent step of the policy in each
+    state (the tabular natural gradient's; MPO's and MDPO's improved policy), bounded however
+    long the actor trains on it, and moving an unlikely action as much as a likely one."""
+    return [
+        torch.softmax(lp.float() + step * c.to(lp.device), -1)
+        for lp, c in zip(old_logprobs, centred_q(q_rows))
+    ]
+
+
+__all__ = ["QCritic", "actor_targets", "centred_q"]
