@@ -136,7 +136,7 @@ def main() -> None:
             break
         weights = torch.tensor(coef.reshape(-1), dtype=torch.float32, device=trainer.device)
 
-        def loss_fn(idx):
+        def loss_fn(idx, weights=weights):
             out = trainer.evaluate_samples([samples[i] for i in idx])
             loss = -(weights[idx] * out.logprob.float()).sum() * len(samples) / len(idx)
             return loss, {}
