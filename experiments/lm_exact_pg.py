@@ -1,7 +1,9 @@
 """Policy gradient on Blackjack with the exact gradient: no sampling noise at all. Each step
 computes the current policy's probabilities in every state, its exact Q-values and state
-visitation from the transition model, and ascends sum_s d(s) sum_a pi(a|s) A(s,a) grad log
-pi(a|s) with the run's LoRA and optimizer. Tells apart the two reasons RL on the language model
+visitation from the transition model, and makes one pass over the (state, action) pairs with
+the run's LoRA and optimizer along ``--direction`` (by default the policy gradient, sum_s d(s)
+sum_a pi(a|s) A(s,a) grad log pi(a|s)): one full-batch step with ``--set minibatch_size=560``,
+SFT-like small steps with a small one. Tells apart the two reasons RL on the language model
 alone can stall (issue 35, item 3): the gradient's noise at a given episode budget, or how the
 parameters let the scores of different states move apart.
 

@@ -282,13 +282,13 @@ class PPOTrainer(Trainer):
         whitener.refresh()
 
     @staticmethod
-    def _offsets(outs: list[Any]) -> list[tuple[int, Any]]:
-        """(index of its first sample, output) of each chunk's output."""
-        k, pairs = 0, []
+    def _split(samples: list[Any], outs: list[Any]) -> list[list[Any]]:
+        """``samples`` cut into the chunks that ``outs`` (one output per chunk) were made of."""
+        chunks, k = [], 0
         for out in outs:
-            pairs.append((k, out))
+            chunks.append(samples[k : k + len(out.logprob)])
             k += len(out.logprob)
-        return pairs
+        return chunks
 
     def update(self, episodes: list[Episode], acted: list[Any] | None = None) -> dict[str, float]:
         torch, cfg = self.torch, self.config
@@ -303,7 +303,7 @@ class PPOTrainer(Trainer):
         old_logp, old_tokens, outs = self.old_logprobs(samples, acted)
         self._refresh_critic_features(outs)
         with torch.no_grad():
-            chunks = [samples[k : k + len(out.logprob)] for k, out in self._offsets(outs)]
+            chunks = self._split(samples, outs)
             old_values = torch.cat([self.state_values(o, c) for o, c in zip(outs, chunks)])
             coefficients = None
             if self.q_head is not None:  # the actor's weights, from the Q-values before the update
