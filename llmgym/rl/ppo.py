@@ -34,10 +34,11 @@ Run it::
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from llmgym.errors import ConfigError, TrainingError
+from llmgym.policy.config import rule
 from llmgym.rl.advantages import gae
 from llmgym.rl.batch import RolloutBatch
 from llmgym.rl.config import TrainConfig
@@ -97,7 +98,7 @@ class PPOConfig(TrainConfig):
     language model alone even the exact policy gradient (no sampling noise) drove every state
     to "stick"; this step moves an unlikely action as much as a likely one
     (docs/results/research-notes.md)."""
-    q_step: float = 1.0
+    q_step: float = field(default=1.0, metadata=rule(above=0))
     """``q_critic``: the actor is fitted in each state to ``softmax(log pi_old + q_step * c)``,
     ``c`` the centred Q-values scaled to unit root mean square over the batch."""
     value_norm: bool = False
