@@ -34,6 +34,7 @@ Run it::
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +45,7 @@ from llmgym.rl.batch import RolloutBatch
 from llmgym.rl.config import TrainConfig
 from llmgym.rl.losses import clipped_surrogate, k3_kl, token_clipped_surrogate
 from llmgym.rl.mirror import check_mirror, mirrored_samples
-from llmgym.rl.qcritic import QCritic, actor_targets
+from llmgym.rl.qcritic import QCritic, actor_targets, fit_least_squares
 from llmgym.rl.trainer import Trainer
 from llmgym.rollout import Episode
 
@@ -101,6 +102,12 @@ class PPOConfig(TrainConfig):
     q_step: float = field(default=1.0, metadata=rule(above=0))
     """``q_critic``: the actor is fitted in each state to ``softmax(log pi_old + q_step * c)``,
     ``c`` the centred Q-values scaled to unit root mean square over the batch."""
+    q_window: int = field(default=0, metadata=rule(min=0))
+    """``q_critic``: 0 trains the critic by gradient steps at ``value_lr``; N > 0 fits it
+    instead, before each update, by ridge least squares to the returns of the last N updates'
+    samples (kept in memory, not in checkpoints; use ``gae_lambda=1`` so the returns do not
+    lean on the critic). On Blackjack the gradient-trained critic explained less than none of
+    the returns' variance (runs X and Y, docs/results/research-notes.md)."""
     value_norm: bool = False
     """Train the critic on returns normalized by running statistics (see above)."""
     value_norm_decay: float = 0.9
@@ -126,12 +133,14 @@ class PPOTrainer(Trainer):
         hidden = self.model.config.hidden_size if hasattr(self.model, "config") else None
         hidden = hidden or self.model.get_base_model().config.hidden_size
         self.q_head = None
+        self._q_memory: deque = deque(maxlen=max(1, self.config.q_window))
         if self.config.q_critic:
             if self.config.policy.mode != "score":
                 raise ConfigError("q_critic=true needs score mode (it scores every valid action).")
             features = self.policy.head.feature_size if self.policy.head is not None else hidden
             embed = self.model.get_input_embeddings().weight.shape[1]
             head = self.q_head = QCritic(features, embed, self.config.policy.head_whiten_eps)
+            head.weight.requires_grad_(self.config.q_window == 0)  # else fitted in closed form
         elif self.policy.head is not None:  # linear on the action head's whitened features
             head = torch.nn.Linear(self.policy.head.feature_size, 1)
             torch.nn.init.zeros_(head.weight)
@@ -282,6 +291,24 @@ class PPOTrainer(Trainer):
         whitener.update(features.detach())
         whitener.refresh()
 
+    def _fit_q(self, outs: list[Any], samples: list[Any], returns: list[float], scale) -> None:
+        """``q_window``: add the acted samples (features, action, return) to the memory, the
+        same in every process, and refit the critic to it by least squares."""
+        torch = self.torch
+        hidden = torch.cat([o.hidden for o in outs])[: len(samples)]
+        features = self.policy.features(hidden).detach().cpu()
+        actions = [s.valid_actions[s.action_index] for s in samples]
+        features, actions, returns = (
+            self.processes.gather(list(x)) for x in (features, actions, returns)
+        )
+        self._q_memory.append((torch.stack(features), actions, returns))
+        kept = [a for _, acts, _ in self._q_memory for a in acts]
+        embeddings = {a: self.policy.action_embeddings([a])[0] for a in set(kept)}
+        mean, std = scale
+        targets = torch.tensor([r for _, _, rs in self._q_memory for r in rs])
+        features = torch.cat([f for f, _, _ in self._q_memory])
+        fit_least_squares(self.q_head, features, kept, (targets - mean) / std, embeddings)
+
     @staticmethod
     def _split(samples: list[Any], outs: list[Any]) -> list[list[Any]]:
         """``samples`` cut into the chunks that ``outs`` (one output per chunk) were made of."""
@@ -306,11 +333,6 @@ class PPOTrainer(Trainer):
         with torch.no_grad():
             chunks = self._split(samples, outs)
             old_values = torch.cat([self.state_values(o, c) for o, c in zip(outs, chunks)])
-            coefficients = None
-            if self.q_head is not None:  # the actor's weights, from the Q-values before the update
-                q = [qi for o, c in zip(outs, chunks) for qi in self.q_values(o.hidden, c)]
-                old_all = [lp for o in outs for lp in o.candidate_logprobs]
-                coefficients = actor_targets(q, old_all, cfg.q_step)
         # 2. Advantages and the critic's targets (mirror images copy their originals').
         last = self.bootstrap_values(episodes)
         adv_list, ret_list = self.advantages(episodes, old_values[:n].tolist(), last)
@@ -319,6 +341,14 @@ class PPOTrainer(Trainer):
         if cfg.value_norm:
             self.renormalize(returns.tolist())
         ret_mean, ret_std = self.return_scale()  # the critic's targets (normalized by value_norm)
+        coefficients = None
+        if self.q_head is not None:  # the actor's targets, from the Q-values before the update
+            if cfg.q_window:
+                self._fit_q(outs, samples[:n], ret_list, (ret_mean, ret_std))
+            with torch.no_grad():
+                q = [qi for o, c in zip(outs, chunks) for qi in self.q_values(o.hidden, c)]
+            old_all = [lp.detach() for o in outs for lp in o.candidate_logprobs]
+            coefficients = actor_targets(q, old_all, cfg.q_step)
         if cfg.norm_adv and self.processes.sum([len(steps)])[0] > 1:  # over every process
             mean, std = self.processes.mean_std(adv.tolist(), ddof=1)
             adv = (adv - mean) / (std + 1e-8)

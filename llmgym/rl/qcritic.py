@@ -46,6 +46,45 @@ class QCritic(ActionHead):
         return super().forward(self.whitener(hidden), action_embeddings)
 
 
+def fit_least_squares(
+    critic: QCritic,
+    features: torch.Tensor,
+    actions: list[str],
+    targets: torch.Tensor,
+    embeddings: dict[str, torch.Tensor],
+    ridge: float = 1.0,
+) -> None:
+    """Set ``critic`` to the ridge least-squares fit of ``targets`` [N] (the returns of the
+    actions taken) on its whitened ``features`` [N, F], one linear map per action, then the one
+    bilinear weight that gives each action's map through its embedding (exact while the
+    actions' embeddings are linearly independent).
+
+    >>> critic = QCritic(hidden_size=3, embed_size=2)
+    >>> critic.whitener.update(torch.eye(3)); critic.whitener.refresh()
+    >>> x = torch.eye(3).repeat(20, 1)
+    >>> acts = ["a", "b", "a"] * 20
+    >>> emb = {"a": torch.tensor([1.0, 0.0]), "b": torch.tensor([0.0, 1.0])}
+    >>> fit_least_squares(critic, x, acts, torch.tensor([1.0, -1.0, 0.0] * 20), emb, ridge=1e-4)
+    >>> q = critic(x[:3], torch.stack([emb["a"], emb["b"]])[None].expand(3, 2, 2))
+    >>> [round(q[s, k].item(), 2) for s, k in ((0, 0), (2, 0), (1, 1))]  # the pairs taken
+    [1.0, 0.0, -1.0]
+    """
+    with torch.no_grad():
+        x = critic.whitener(features.to(critic.weight.device))
+        x = torch.cat([x, torch.ones_like(x[:, :1])], dim=-1).double()
+        y = targets.to(x.device).double()
+        names = sorted(set(actions))
+        eye = ridge * torch.eye(x.shape[1], dtype=x.dtype, device=x.device)
+        maps = []
+        for name in names:
+            rows = torch.tensor([a == name for a in actions], device=x.device)
+            xa, ya = x[rows], y[rows]
+            maps.append(torch.linalg.solve(xa.T @ xa + eye, xa.T @ ya))
+        per_action = torch.stack(maps, dim=1)  # [F + 1, A]
+        emb = torch.stack([embeddings[name] for name in names]).double().to(x.device)  # [A, E]
+        critic.weight.copy_((per_action @ torch.linalg.pinv(emb.T)).to(critic.weight.dtype))
+
+
 def centred_q(q_rows: list[torch.Tensor]) -> list[torch.Tensor]:
     """Per state, the critic's Q-values centred over its actions, all divided by their root
     mean square over the batch (scale-free, as normalised advantages are); zeros while the
@@ -69,4 +108,4 @@ def actor_targets(
     ]
 
 
-__all__ = ["QCritic", "actor_targets", "centred_q"]
+__all__ = ["QCritic", "actor_targets", "centred_q", "fit_least_squares"]

@@ -69,6 +69,7 @@ def _p_rewarded(trainer) -> dict[str, float]:
         ("score", "ppo", {"center_grad": True, "lm_optimizer": "sgd", "learning_rate": 0.3}),
         ("score", "ppo", {"q_critic": True}),
         ("score", "ppo", {"q_critic": True, "center_grad": True}),
+        ("score", "ppo", {"q_critic": True, "q_window": 3, "gae_lambda": 1.0}),
         ("score", "grpo", {}),
         ("score", "reinforce", {}),
         ("generate", "ppo", {}),
