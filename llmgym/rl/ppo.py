@@ -108,6 +108,9 @@ class PPOConfig(TrainConfig):
     samples (kept in memory, not in checkpoints; use ``gae_lambda=1`` so the returns do not
     lean on the critic). On Blackjack the gradient-trained critic explained less than none of
     the returns' variance (runs X and Y, docs/results/research-notes.md)."""
+    q_ridge: float = field(default=1.0, metadata=rule(above=0))
+    """``q_window``: the ridge penalty of the least-squares fit (its features are whitened, so
+    each sample adds about 1 per direction: a penalty near the memory's size shrinks hard)."""
     value_norm: bool = False
     """Train the critic on returns normalized by running statistics (see above)."""
     value_norm_decay: float = 0.9
@@ -307,7 +310,8 @@ class PPOTrainer(Trainer):
         mean, std = scale
         targets = torch.tensor([r for _, _, rs in self._q_memory for r in rs])
         features = torch.cat([f for f, _, _ in self._q_memory])
-        fit_least_squares(self.q_head, features, kept, (targets - mean) / std, embeddings)
+        targets = (targets - mean) / std
+        fit_least_squares(self.q_head, features, kept, targets, embeddings, self.config.q_ridge)
 
     @staticmethod
     def _split(samples: list[Any], outs: list[Any]) -> list[list[Any]]:
