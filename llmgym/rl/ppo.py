@@ -308,9 +308,8 @@ class PPOTrainer(Trainer):
         kept = [a for _, acts, _ in self._q_memory for a in acts]
         embeddings = {a: self.policy.action_embeddings([a])[0] for a in set(kept)}
         mean, std = scale
-        targets = torch.tensor([r for _, _, rs in self._q_memory for r in rs])
+        targets = (torch.tensor([r for _, _, rs in self._q_memory for r in rs]) - mean) / std
         features = torch.cat([f for f, _, _ in self._q_memory])
-        targets = (targets - mean) / std
         fit_least_squares(self.q_head, features, kept, targets, embeddings, self.config.q_ridge)
 
     @staticmethod
