@@ -133,12 +133,22 @@ def head_for(model: nn.Module, policy: Any) -> ActionHead | None:
     if not policy.action_head or policy.mode != "score":
         return None
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    layers = head_layers(policy.head_layers, base.config.num_hidden_layers)
     embed = base.get_input_embeddings().weight
     head = ActionHead(
-        base.config.hidden_size, embed.shape[1], policy.head_whiten_eps, policy.lm_prior, layers
+        base.config.hidden_size,
+        embed.shape[1],
+        policy.head_whiten_eps,
+        policy.lm_prior,
+        state_layers(model, policy),
     )
     return head.to(embed.device)
+
+
+def state_layers(model: nn.Module, policy: Any) -> tuple[int, ...]:
+    """The hidden states a ``PolicySection``'s state features are made of on ``model``
+    (``head_layers`` checked against its depth; the last by default)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return head_layers(policy.head_layers, base.config.num_hidden_layers)
 
 
 def head_layers(layers: Any, num_layers: int) -> tuple[int, ...]:
@@ -160,4 +170,4 @@ def head_layers(layers: Any, num_layers: int) -> tuple[int, ...]:
     return tuple(layers)
 
 
-__all__ = ["ActionHead", "Whitener", "action_embedding", "head_for", "head_layers"]
+__all__ = ["ActionHead", "Whitener", "action_embedding", "head_for", "head_layers", "state_layers"]

@@ -385,27 +385,28 @@ class PolicySection(PolicyConfig):
     head_layers: list[int] | None = field(
         default=None, metadata=rule(test=bool, expect="a non-empty list of hidden-state indices")
     )
-    """Score mode with the action head: the model's hidden states it reads at the answer
+    """Score mode: the model's hidden states the state features are made of, at the answer
     position, concatenated; indices into transformers' ``hidden_states`` (0 the embeddings, i
-    after decoder layer i, -1 the last). None: the last. PPO's value head reads the same
-    features. (SmolLM2-135M on CartPole: the size of theta_dot is read best after layers
-    2-8, theta's after 24-27; ``benchmarks/cartpole_readable.py --layers``.)"""
+    after decoder layer i, -1 the last). None: the last. The action head and PPO's critics
+    read them; without the head, the critics alone (a layer below LoRA's gives features that
+    do not move as LoRA trains). (SmolLM2-135M on CartPole: the size of theta_dot is read best
+    after layers 2-8, theta's after 24-27; ``benchmarks/cartpole_readable.py --layers``.)"""
 
     def validate(self) -> None:
-        """Each field against its type and rule; the head's options (``lm_prior=false``,
-        ``head_layers``) need score mode with the head on."""
+        """Each field against its type and rule; ``lm_prior=false`` needs score mode with the
+        head on, ``head_layers`` score mode."""
         super().validate()
+        if self.head_layers is not None and self.mode != "score":
+            raise ConfigError(
+                "head_layers chooses the hidden states the state features are made of, so it "
+                "needs score mode (`--mode score`)."
+            )
         if self.action_head and self.mode == "score":
             return
         if not self.lm_prior:
             raise ConfigError(
                 "lm_prior=false leaves the action head alone to score the actions, so it needs "
                 "score mode with the head on (`--mode score --set action_head=true`)."
-            )
-        if self.head_layers is not None:
-            raise ConfigError(
-                "head_layers chooses what the action head reads, so it needs score mode with "
-                "the head on (`--mode score --set action_head=true`)."
             )
 
     def acting(self) -> PolicyConfig:

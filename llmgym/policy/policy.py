@@ -81,6 +81,7 @@ class LLMPolicy(ScoreMode):
         head: Any = None,
         memoize: bool = False,
         backend: Any = None,
+        layers: tuple[int, ...] = (-1,),
     ) -> None:
         self.model = model
         self.tokenizer = prepare_tokenizer(tokenizer)
@@ -97,6 +98,9 @@ class LLMPolicy(ScoreMode):
         self._closing: list[int] | None = None
         #: Score mode: learned per-state candidate scores added to the LM's (None = off).
         self.head = head
+        #: Score mode without a head: the hidden states (transformers' ``hidden_states``
+        #: indices) its state features, which PPO's critics read, are made of.
+        self.feature_layers = tuple(layers)
         #: Reuse each distinct prompt's (hidden state, candidate LM scores): only valid while
         #: the backbone does not change (an action head trained on a frozen model).
         self.memoize = memoize

@@ -31,6 +31,7 @@ class ScoreMode:
     update_backend: Any
     _memo: dict[tuple[Any, ...], Any]
     _action_embeddings: dict[str, torch.Tensor]
+    feature_layers: tuple[int, ...]
 
     def _scores(self, token_logprobs: list[torch.Tensor], actions: Sequence[str]) -> torch.Tensor:
         sums = torch.stack([t.sum() for t in token_logprobs])
@@ -180,8 +181,9 @@ class ScoreMode:
 
     @property
     def layers(self) -> tuple[int, ...]:
-        """The model's hidden states the state features are made of (the action head's)."""
-        return self.head.layers if self.head is not None else (-1,)
+        """The model's hidden states the state features are made of (the action head's,
+        else ``feature_layers``)."""
+        return self.head.layers if self.head is not None else self.feature_layers
 
     def features(self, hidden: torch.Tensor) -> torch.Tensor:
         """The action head's whitened state features (the raw hidden state without a head)."""

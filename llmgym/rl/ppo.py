@@ -134,7 +134,9 @@ class PPOTrainer(Trainer):
             policy = self.config.policy
             check_mirror(self.envs[0] if self.envs else None, policy.mode, policy.history)
         hidden = self.model.config.hidden_size if hasattr(self.model, "config") else None
-        hidden = hidden or self.model.get_base_model().config.hidden_size
+        hidden = (hidden or self.model.get_base_model().config.hidden_size) * len(
+            self.policy.layers
+        )  # the state features' size: a hidden state per layer read
         self.q_head = None
         self._q_memory: deque = deque(maxlen=max(1, self.config.q_window))
         if self.config.q_critic:

@@ -33,7 +33,7 @@ import numpy as np
 import llmgym  # noqa: F401  (registers the Text-* ids)
 from llmgym.errors import TrainingError
 from llmgym.evaluation.evaluator import EvalResult, evaluate, evaluation_kwargs
-from llmgym.policy.action_head import head_for
+from llmgym.policy.action_head import head_for, state_layers
 from llmgym.policy.models import load_model_for
 from llmgym.rl import checkpoints
 from llmgym.rl.checkpointing import Checkpointing
@@ -196,6 +196,7 @@ class Trainer(UpdateSteps, Checkpointing):
             head=head_for(self.model, self.config.policy),
             memoize=not self.config.optim.train_backbone,
             backend=self.vllm,
+            layers=state_layers(self.model, self.config.policy),
         )
 
     # ---- collecting and updating -----------------------------------------------------------

@@ -251,7 +251,7 @@ def test_a_head_without_the_lm_prior_runs_only_the_layers_it_reads(tmp_path):
 @pytest.mark.parametrize(
     "config, match",
     [({"head_layers": layers}, "head_layers must be") for layers in ([], [99], ["4"], 4)]
-    + [({"head_layers": [1], "action_head": False}, "needs score mode with the head on")],
+    + [({"head_layers": [1], "mode": "generate"}, "head_layers .* needs score mode")],
 )
 def test_bad_head_layers_are_refused_in_one_sentence(tmp_path, config, match):
     from llmgym.errors import ConfigError

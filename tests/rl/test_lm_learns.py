@@ -70,6 +70,7 @@ def _p_rewarded(trainer) -> dict[str, float]:
         ("score", "ppo", {"q_critic": True}),
         ("score", "ppo", {"q_critic": True, "center_grad": True}),
         ("score", "ppo", {"q_critic": True, "q_window": 3, "gae_lambda": 1.0}),
+        ("score", "ppo", {"q_critic": True, "q_window": 3, "head_layers": [1], "lora.layers": 1}),
         ("score", "grpo", {}),
         ("score", "reinforce", {}),
         ("generate", "ppo", {}),
@@ -178,4 +179,28 @@ def test_the_q_critic_scores_each_action_is_restored_and_needs_score_mode(tmp_pa
     restored = restore_trainer(str(tmp_path))
     assert q(restored) == [pytest.approx(row, abs=1e-5) for row in q(trainer)]
     with pytest.raises(ConfigError, match="needs score mode"):
+        make_trainer("ppo", **settings | {"mode": "generate", "output_dir": str(tmp_path / "g")})
+
+
+def test_the_q_critic_can_read_a_hidden_state_below_lora_that_training_leaves_alone(tmp_path):
+    """``head_layers`` without the head: the critics read that hidden state. Read below LoRA's
+    layers (here the tiny model's layer 1 of 2, LoRA in the last one) it is the same before and
+    after training, while the policy's scores move; in generate mode it is refused."""
+    from llmgym.errors import ConfigError
+
+    settings = FAST | dict(
+        env_id=register_contextual(), q_critic=True, q_window=3, head_layers=[1]
+    ) | {"lora.layers": 1, "output_dir": str(tmp_path)}
+    trainer = make_trainer("ppo", **settings, learning_rate=3e-3, total_episodes=32 * 4)
+    info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
+    samples = trainer.act(ROOMS, [info, info])
+    with torch.no_grad():
+        before = trainer.evaluate_samples(samples)
+    assert before.hidden.shape == (2, trainer.model.config.hidden_size)
+    trainer.train()
+    with torch.no_grad():
+        after = trainer.evaluate_samples(samples)
+    assert torch.allclose(after.hidden, before.hidden, atol=1e-5)
+    assert not torch.allclose(after.logprob, before.logprob, atol=1e-3)
+    with pytest.raises(ConfigError, match="head_layers .* needs score mode"):
         make_trainer("ppo", **settings | {"mode": "generate", "output_dir": str(tmp_path / "g")})
