@@ -188,9 +188,11 @@ def test_the_q_critic_can_read_a_hidden_state_below_lora_that_training_leaves_al
     after training, while the policy's scores move; in generate mode it is refused."""
     from llmgym.errors import ConfigError
 
-    settings = FAST | dict(
-        env_id=register_contextual(), q_critic=True, q_window=3, head_layers=[1]
-    ) | {"lora.layers": 1, "output_dir": str(tmp_path)}
+    settings = (
+        FAST
+        | dict(env_id=register_contextual(), q_critic=True, q_window=3, head_layers=[1])
+        | {"lora.layers": 1, "output_dir": str(tmp_path)}
+    )
     trainer = make_trainer("ppo", **settings, learning_rate=3e-3, total_episodes=32 * 4)
     info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
     samples = trainer.act(ROOMS, [info, info])
