@@ -262,6 +262,7 @@ def train(
         "parse_rate": final["parse_rate"],
         "eval_seeds": f"{EVAL_SEED_BASE}..{EVAL_SEED_BASE + final_eval_episodes - 1}",
         "baselines_same_seeds": refs,
+        "best_eval": trainer.best_eval,  # the best evaluation and its kept policy
         "command": command,
     }
     try:  # a full disk or a read-only folder after training: one sentence, exit 2
@@ -277,6 +278,13 @@ def train(
         + f" {trainer.env_steps} env steps, {trainer.episodes_done} episodes, "
         f"{wall / 60:.1f} min. Plot: {png}"
     )
+    best = trainer.best_eval
+    if best is not None and best["value"] > final["mean_return"]:
+        console.print(
+            f"Best evaluation: {best['value']:.4f} ({best['method']}) at iteration "
+            f"{best['iteration']} ({best['episodes']} episodes); that policy is kept in "
+            f"{best['weights']}."
+        )
 
 
 def _write_results(

@@ -1,6 +1,7 @@
 """What a trainer saves and restores: checkpoints (weights, merged adapters, extra modules,
 optimizer, RNG states, counters, config) for ``--resume``, and the small policy directory
-(``save_policy``) that ``llm:MODEL@PATH`` loads. Where they go and how a kill at any point is
+(``save_policy``) that ``llm:MODEL@PATH`` loads, also kept for the run's best evaluation
+(``keep_if_best``). Where they go and how a kill at any point is
 survived is ``checkpoints.py``.
 """
 
@@ -48,6 +49,7 @@ class Checkpointing:
     skipped_updates: int
     ent_boost: float
     features_frozen: bool
+    best_eval: dict[str, Any] | None
     _make_optimizer: Callable[[], Any]
     _seed_sampling: Callable[[], None]
 
@@ -121,13 +123,37 @@ class Checkpointing:
         update of the run was skipped."""
         path = Path(path)
         self.check_trained()
+        self._write_policy(path)
+        return path
+
+    def keep_if_best(self, evaluation: dict[str, Any]) -> None:
+        """Save the acting policy to ``RUN_DIR/best_policy`` (``save_policy``'s format) when
+        ``evaluation`` (made of it now) beats every earlier one of the run, and note it in
+        ``best_eval``, as SB3's ``EvalCallback`` keeps its best model. Exact evaluations give
+        the kept policy's true value; the best of sampled ones is an optimistic estimate."""
+        value = evaluation.get("mean_return")
+        best = self.best_eval
+        if value is None or value != value or (best is not None and value <= best["value"]):
+            return
+        path = self.run_dir / checkpoints.BEST_POLICY
+        record = {
+            "value": value,
+            "method": evaluation.get("method", "sampled"),
+            "iteration": self.iteration,
+            "episodes": self.episodes_done,
+            "env_steps": self.env_steps,
+            "weights": str(path),
+        }
+        self._write_policy(path, {"best_eval": record})  # the record travels with the weights
+        self.best_eval = record
+
+    def _write_policy(self, path: Path, extra: dict[str, Any] | None = None) -> None:
         if self.processes.is_main:
             with atomic_dir(path) as tmp:  # whole or not at all (OutputError)
                 self._save_weights(tmp, policy_only=True)
-                state = self._state() | {"policy_only": True}
-                (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2))
+                state = self._state() | {"policy_only": True} | (extra or {})
+                (tmp / checkpoints.STATE_FILE).write_text(json.dumps(state, indent=2))
         self.processes.wait()
-        return path
 
     def check_trained(self) -> None:
         """Raise ``TrainingError`` when this session attempted updates and skipped every step
@@ -302,6 +328,8 @@ class Checkpointing:
         self.skipped_updates = self._skipped_at_load = state["skipped_updates"]
         self.ent_boost = state.get("ent_boost", 0.0)
         self.features_frozen = state.get("features_frozen", False)
+        best = self.run_dir / checkpoints.BEST_POLICY / checkpoints.STATE_FILE
+        self.best_eval = json.loads(best.read_text())["best_eval"] if best.exists() else None
         if "np_rng" in state:
             self.np_rng.bit_generator.state = state["np_rng"]
         self.load_extra_state(state)

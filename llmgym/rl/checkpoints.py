@@ -44,6 +44,7 @@ from llmgym.files import write_text
 #: Written last into every checkpoint; a folder without a readable one is incomplete.
 STATE_FILE = "trainer_state.json"
 POINTER = "latest"
+BEST_POLICY = "best_policy"  # the run's best-evaluated policy (Checkpointing.keep_if_best)
 _ITER = re.compile(r"iter_(\d+)")
 
 
@@ -138,10 +139,11 @@ def latest(ckpt_dir: Path) -> Path | None:
 
 
 def start_fresh(run_dir: Path) -> None:
-    """A new run in ``run_dir``: no old metrics rows, old checkpoints moved aside (to
-    ``checkpoints.previous``) so that ``--resume`` cannot pick them up."""
+    """A new run in ``run_dir``: no old metrics rows or best policy, old checkpoints moved
+    aside (to ``checkpoints.previous``) so that ``--resume`` cannot pick them up."""
     (run_dir / "metrics.csv").unlink(missing_ok=True)
     (run_dir / "metrics.jsonl").unlink(missing_ok=True)  # the record; metrics.csv is its view
+    shutil.rmtree(run_dir / BEST_POLICY, ignore_errors=True)
     ckpts = run_dir / "checkpoints"
     if ckpts.exists():
         previous = run_dir / "checkpoints.previous"

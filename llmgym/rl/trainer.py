@@ -133,6 +133,7 @@ class Trainer(UpdateSteps, Checkpointing):
         self.module_lr: dict[str, float] = {}  # learning rates of extra modules (else the main)
         self.ent_boost = 0.0  # added to the entropy bonus while entropy is below min_entropy
         self.features_frozen = False  # after SFT the head keeps the demos' feature map
+        self.best_eval: dict[str, Any] | None = None  # the best evaluation (keep_if_best)
         self.last_exact: Any = None  # the newest exact evaluation (ExactResult)
         self.recent_successes: list[Any] = []  # turns that ``sft.during_rl`` trains on
         self.first_eval: dict[str, Any] | None = None  # the iteration-0 evaluation of train()
@@ -364,6 +365,7 @@ class Trainer(UpdateSteps, Checkpointing):
             self.check_trained()  # a run whose every step was skipped stops here, failed
             self.save_checkpoint()
             final = self.evaluate(final_episodes)
+            self.keep_if_best(final)
             final_row = eval_metrics(final) | {"iteration": self.iteration}
             if self.logger is not None:
                 checkpoints.log_once(self.logger, final_row, self.env_steps)
@@ -414,6 +416,7 @@ class Trainer(UpdateSteps, Checkpointing):
             ev = self.evaluate()
             metrics |= eval_metrics(ev)
             self.say(f"iter {self.iteration} ({self.env_steps} env steps): {eval_line(ev)}", pbar)
+            self.keep_if_best(ev)
         self.diagnose(metrics, episodes)
         if self.logger is not None and self.iteration % cfg.run.log_every == 0:
             self.logger.log(metrics, self.env_steps)

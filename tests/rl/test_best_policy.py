@@ -1,0 +1,68 @@
+"""The run keeps its best-evaluated policy (``Checkpointing.keep_if_best``, as SB3's
+``EvalCallback`` keeps its best model): saved only when an evaluation beats every earlier one,
+its record read back on resume, cleared by a fresh run, and loadable as a policy."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("peft")
+sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
+
+from bandit import register  # noqa: E402
+
+from llmgym.rl import load_trained_policy, make_trainer, restore_trainer  # noqa: E402
+from llmgym.rl.checkpoints import start_fresh  # noqa: E402
+
+SETTINGS = dict(
+    model="tiny",
+    env_id=register("b"),
+    num_envs=4,
+    episodes_per_update=4,
+    eval_every=1,
+    eval_episodes=4,
+    eval_start=False,
+    checkpoint_every=1,
+    progress=False,
+    num_threads=1,
+)
+
+
+def test_the_best_evaluation_is_kept_and_survives_resume_and_not_a_fresh_run(tmp_path):
+    trainer = make_trainer("ppo", **SETTINGS, total_env_steps=8, output_dir=str(tmp_path))
+    trainer.train()
+    best_dir = tmp_path / "best_policy"
+    # Every evaluation of the run was seen: the kept one is the best of them.
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    values = [r["eval/mean_return"] for r in rows if "eval/mean_return" in r]
+    assert trainer.best_eval["value"] == max(values)
+    state = json.loads((best_dir / "trainer_state.json").read_text())
+    assert state["best_eval"] == trainer.best_eval
+    assert state["iteration"] == trainer.best_eval["iteration"]
+    assert load_trained_policy(str(best_dir)) is not None
+
+    # A worse evaluation leaves it alone; a better one replaces it.
+    trainer.iteration += 1
+    trainer.keep_if_best({"mean_return": trainer.best_eval["value"] - 1.0})
+    assert (
+        json.loads((best_dir / "trainer_state.json").read_text())["best_eval"] == state["best_eval"]
+    )
+    trainer.keep_if_best({"mean_return": 2.0, "method": "sampled"})
+    kept = json.loads((best_dir / "trainer_state.json").read_text())["best_eval"]
+    assert kept["value"] == 2.0 and kept["iteration"] == trainer.iteration
+
+    # Resume reads the record from the kept policy; a fresh run in the same folder drops it.
+    resumed = restore_trainer(str(tmp_path))
+    assert resumed.best_eval == kept
+    start_fresh(tmp_path)
+    assert not best_dir.exists()
+    settings = SETTINGS | {"eval_every": 0}  # the final evaluation is the only one
+    fresh = make_trainer("ppo", **settings, total_env_steps=4, output_dir=str(tmp_path))
+    fresh.train()
+    assert fresh.best_eval["iteration"] == 1
+    assert json.loads((best_dir / "trainer_state.json").read_text())["best_eval"]["value"] < 2.0
