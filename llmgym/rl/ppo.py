@@ -108,9 +108,10 @@ class PPOConfig(TrainConfig):
     samples (kept in memory, not in checkpoints; use ``gae_lambda=1`` so the returns do not
     lean on the critic). On Blackjack the gradient-trained critic explained less than none of
     the returns' variance (runs X and Y, docs/results/research-notes.md)."""
-    q_ridge: float = field(default=1.0, metadata=rule(above=0))
+    q_ridge: float = field(default=1.0, metadata=rule(min=0))
     """``q_window``: the ridge penalty of the least-squares fit (its features are whitened, so
-    each sample adds about 1 per direction: a penalty near the memory's size shrinks hard)."""
+    each sample adds about 1 per direction: a penalty near the memory's size shrinks hard);
+    0 chooses it at each fit by generalized cross-validation (``qcritic.ridge_fit``)."""
     value_norm: bool = False
     """Train the critic on returns normalized by running statistics (see above)."""
     value_norm_decay: float = 0.9

@@ -74,15 +74,44 @@ def fit_least_squares(
         x = torch.cat([x, torch.ones_like(x[:, :1])], dim=-1).double()
         y = targets.to(x.device).double()
         names = sorted(set(actions))
-        eye = ridge * torch.eye(x.shape[1], dtype=x.dtype, device=x.device)
         maps = []
         for name in names:
             rows = torch.tensor([a == name for a in actions], device=x.device)
-            xa, ya = x[rows], y[rows]
-            maps.append(torch.linalg.solve(xa.T @ xa + eye, xa.T @ ya))
+            maps.append(ridge_fit(x[rows], y[rows], ridge))
         per_action = torch.stack(maps, dim=1)  # [F + 1, A]
         emb = torch.stack([embeddings[name] for name in names]).double().to(x.device)  # [A, E]
         critic.weight.copy_((per_action @ torch.linalg.pinv(emb.T)).to(critic.weight.dtype))
+
+
+#: The penalties ``ridge_fit`` chooses among with ``ridge=0``.
+RIDGE_GRID = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0)
+
+
+def ridge_fit(x: torch.Tensor, y: torch.Tensor, ridge: float) -> torch.Tensor:
+    """The ridge regression weights [F] of ``y`` [N] on ``x`` [N, F]; ``ridge=0`` takes the
+    penalty in ``RIDGE_GRID`` of least generalized cross-validation error (Golub, Heath and
+    Wahba 1979: leave-one-out's closed-form approximation), as scikit-learn's ``RidgeCV`` does.
+    On Blackjack's noisy returns a fixed small penalty overfits a few hundred samples.
+
+    >>> x = torch.randn(200, 50, dtype=torch.float64)
+    >>> y = x[:, 0] + torch.randn(200, dtype=torch.float64)
+    >>> w_auto, w_1 = ridge_fit(x, y, 0.0), ridge_fit(x, y, 1.0)
+    >>> bool(w_auto[1:].norm() < w_1[1:].norm())  # shrinks the noise harder
+    True
+    """
+    if ridge > 0:
+        eye = ridge * torch.eye(x.shape[1], dtype=x.dtype, device=x.device)
+        return torch.linalg.solve(x.T @ x + eye, x.T @ y)
+    u, s, vt = torch.linalg.svd(x, full_matrices=False)
+    uy = u.T @ y
+    best = None
+    for penalty in RIDGE_GRID:
+        shrink = s**2 / (s**2 + penalty)
+        residual = (y - u @ (shrink * uy)).pow(2).mean()
+        gcv = float(residual / (1 - shrink.sum() / len(y)).clamp(min=1e-6) ** 2)
+        if best is None or gcv < best[0]:
+            best = (gcv, penalty)
+    return ridge_fit(x, y, best[1])
 
 
 def centred_q(q_rows: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -108,4 +137,4 @@ def actor_targets(
     ]
 
 
-__all__ = ["QCritic", "actor_targets", "centred_q", "fit_least_squares"]
+__all__ = ["RIDGE_GRID", "QCritic", "actor_targets", "centred_q", "fit_least_squares", "ridge_fit"]
