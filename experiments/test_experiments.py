@@ -178,3 +178,21 @@ def test_lm_exact_pg_steps_with_the_exact_gradient_and_maps_the_greedy_policy(tm
     hard = record["greedy_hard"]
     assert sorted(int(k) for k in hard) == list(range(4, 22))
     assert all(len(row) == 10 and set(row) <= {"H", "."} for row in hard.values())
+
+
+def test_q_critic_tabular_fits_the_exact_q_values_and_runs_the_loop(tmp_path):
+    """The tiny model's layer 1: R^2 for each policy and action, and a curve point per 5
+    updates for each setting, every value a Blackjack return."""
+    out = tmp_path / "loops.json"
+    args = ["--model", "tiny", "--layer", "1", "--ridge", "1", "0", "--seeds", "1"]
+    args += ["--updates", "5", "--episodes-per-update", "4", "--json", str(out)]
+    _run("q_critic_tabular.py", *args)
+    record = json.loads(out.read_text())
+    assert sorted(record["representation_r2"]) == [
+        "always_stick/hit",
+        "always_stick/stick",
+        "optimal/hit",
+        "optimal/stick",
+    ]
+    assert [(loop["ridge"], len(loop["curves"][0])) for loop in record["loops"]] == [(1, 1), (0, 1)]
+    assert all(-1.0 <= v <= 1.0 for loop in record["loops"] for v in loop["curves"][0])
