@@ -89,6 +89,12 @@ GOALS = [
         lambda r: r["eval_value"] >= r["sft_value"] - 0.01,
     ),
     Goal(
+        "Blackjack, the LM alone (`q_critic`)",
+        "blackjack-lm-ppo-s",
+        "exact value >= -0.08 within 4,000 episodes",
+        lambda r: r["eval_value"] >= -0.08 and r["episodes"] <= 4000,
+    ),
+    Goal(
         "FrozenLake, not slippery",
         "frozenlake-noslip-ppo-s",
         "success 1.0 within 1,000 episodes",
@@ -132,6 +138,8 @@ def value(record: dict, key: str = "eval_value") -> str:
         '0.354 ± 0.042'
     """
     v = record[key]
+    if v is None:  # a start value of a run trained with --no-start-eval
+        return "not evaluated"
     if record["eval_method"] == "exact":
         return f"{v:.4f}"
     digits = 2 if abs(v) >= 1 else 3

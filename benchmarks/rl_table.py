@@ -29,7 +29,9 @@ def describe_env(record: dict) -> str:
 
 
 def row(name: str, record: dict) -> str:
-    value = f"{record['start_value']:+.4f} -> **{record['eval_value']:+.4f}**"
+    start = record["start_value"]  # None: trained with --no-start-eval
+    start = "not evaluated" if start is None else f"{start:+.4f}"
+    value = f"{start} -> **{record['eval_value']:+.4f}**"
     if record["eval_method"] != "exact":
         value += f" ± {record['eval_ci95']:.3f}"
     minutes = f"{record['wall_s'] / 60:.1f} min"

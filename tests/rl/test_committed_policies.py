@@ -40,7 +40,9 @@ RECORDS = Path(__file__).parents[2] / "benchmarks" / "results" / "rl"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["blackjack-ppo-s0", "frozenlake-noslip-ppo-s0"])
+@pytest.mark.parametrize(
+    "name", ["blackjack-ppo-s0", "blackjack-lm-ppo-s0", "frozenlake-noslip-ppo-s0"]
+)
 def test_committed_policy_keeps_its_exact_value(name, monkeypatch):
     """The exact greedy value of a headline policy is the one its record states."""
     from llmgym.agents.evaluate import evaluate_exact
