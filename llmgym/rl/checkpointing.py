@@ -8,6 +8,7 @@ survived is ``checkpoints.py``.
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 import time
@@ -132,8 +133,10 @@ class Checkpointing:
         ``best_eval``, as SB3's ``EvalCallback`` keeps its best model. Exact evaluations give
         the kept policy's true value; the best of sampled ones is an optimistic estimate."""
         value = evaluation.get("mean_return")
-        best = self.best_eval
-        if value is None or value != value or (best is not None and value <= best["value"]):
+        if value is None or math.isnan(value):
+            return
+        value = self.processes.sum([value])[0] / self.processes.num  # one decision for all
+        if self.best_eval is not None and value <= self.best_eval["value"]:
             return
         path = self.run_dir / checkpoints.BEST_POLICY
         record = {

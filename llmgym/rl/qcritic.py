@@ -102,7 +102,7 @@ def ridge_fit(x: torch.Tensor, y: torch.Tensor, ridge: float) -> torch.Tensor:
     if ridge > 0:
         eye = ridge * torch.eye(x.shape[1], dtype=x.dtype, device=x.device)
         return torch.linalg.solve(x.T @ x + eye, x.T @ y)
-    u, s, vt = torch.linalg.svd(x, full_matrices=False)
+    u, s, _ = torch.linalg.svd(x, full_matrices=False)
     uy = u.T @ y
     best = None
     for penalty in RIDGE_GRID:
