@@ -270,10 +270,12 @@ def train(
     except (LLMGymError, OSError) as error:
         raise fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
     how = "exact value" if final.get("method") == "exact" else f"{final['episodes']} episodes"
+    before = start_value["mean_return"]
+    before = "not evaluated" if before is None or math.isnan(before) else f"{before:.4f}"
     others = ", ".join(f"{k} {v['mean_return']:.3f}" for k, v in refs.items())
     console.print(
         f"Final eval ({how}): mean return {final['mean_return']:.4f} ± {final['ci95']:.4f} (before "
-        f"training {start_value['mean_return']:.4f}; parse rate {final['parse_rate']:.2f})."
+        f"training {before}; parse rate {final['parse_rate']:.2f})."
         + (f" {others} on the same seeds." if others else "")
         + f" {trainer.env_steps} env steps, {trainer.episodes_done} episodes, "
         f"{wall / 60:.1f} min. Plot: {png}"

@@ -58,4 +58,5 @@ def test_no_start_eval_skips_the_start_evaluation(tmp_path, capsys):
     assert result.exit_code == 0, result.output
     text = result.output + capsys.readouterr().out
     assert "Start evaluation" not in text and "iter 0:" not in text
+    assert "(before training not evaluated;" in " ".join(text.split())
     assert json.loads((out / "result.json").read_text())["start_value"] is None
