@@ -101,6 +101,12 @@ GOALS = [
         lambda r: r["eval_value"] >= 1.0 - 1e-9 and r["episodes"] <= 1000,
     ),
     Goal(
+        "FrozenLake, not slippery, the LM alone (`q_critic`)",
+        "frozenlake-lm-ppo-s",
+        "success 1.0 within 2,000 episodes",
+        lambda r: r["eval_value"] >= 1.0 - 1e-9 and r["episodes"] <= 2000,
+    ),
+    Goal(
         "FrozenLake, slippery",
         "frozenlake-slippery-ppo-t1g-s",
         "exact success >= 0.70 within 30,000 env steps",
