@@ -49,7 +49,8 @@ def features(model: str, layer: int, texts, infos) -> np.ndarray:
     trainer.policy.reset()
     acted = trainer.policy.act(texts, infos)
     with torch.no_grad():
-        parts = [trainer.evaluate_samples(acted[i : i + 32]).hidden for i in range(0, 280, 32)]
+        chunks = [acted[i : i + 32] for i in range(0, len(acted), 32)]
+        parts = [trainer.evaluate_samples(chunk).hidden for chunk in chunks]
     hidden = torch.cat(parts).double().numpy()
     cov = np.cov(hidden.T)
     eps = 0.3 * np.trace(cov) / len(cov)
