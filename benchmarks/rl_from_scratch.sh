@@ -45,7 +45,7 @@ run() {  # run NAME ENV ARGS...
   fi
   OMP_NUM_THREADS=$THREADS $LLMGYM train "$env" --threads "$THREADS" --no-progress --output "$out" \
     --policy-out "benchmarks/weights/rl/$name" --result-json "benchmarks/results/rl/$name.json" \
-    "${resume[@]}" "$@"
+    "${resume[@]}" "$@" "${CONTROL[@]}"
   cp "$out/metrics.csv" "benchmarks/results/rl/$name.csv"
   cp "$out/learning_curve.png" "benchmarks/results/rl/$name.png"
 }
@@ -80,6 +80,16 @@ cartpole() {  # cartpole NAME [ARGS...]  (the seed is NAME's -sN suffix)
     --set eval_method=sampled --set checkpoint_every=4 "${@:2}"
 }
 
+# The language model alone (LoRA in its last 8 layers, no head, no SFT, no demos): PPO with a
+# critic of every action (q_critic), fitted before each update by ridge least squares (the
+# penalty by cross-validation) to the last 10 updates' returns, on hidden state 22, below LoRA,
+# so training leaves its features alone. The actor is fitted in each visited state to the
+# critic's improved policy (docs/results/research-notes.md). About 21 min a Blackjack run.
+LM_ALONE=(--set action_head=false --no-start-eval --eval-every 5 --set q_critic=true
+          --set q_step=3.0 --set minibatch_size=8 --lr 3e-3 --set update_epochs=1
+          --set target_kl=null --set ent_coef=0.01 --set gae_lambda=1.0 --set q_window=10
+          --set q_ridge=0 --set 'head_layers=[22]')
+
 # Arithmetic: sums of two 1-2 digit numbers (zero-shot 11 % on held-out problems), trained on
 # the train side of the problem partition and evaluated on the test side (no shared problem).
 SUMS='config={"min_terms":2,"max_terms":2,"min_digits":1,"max_digits":2,"operators":["+"],"allow_parentheses":false,"allow_negation":false}'
@@ -100,12 +110,29 @@ if [ -n "${SNAPSHOT:-}" ]; then
   exit 0
 fi
 for name in "${@:-${ALL[@]}}"; do
-  case $name in
-    blackjack-ppo-random-s*)  # the control: the same recipe on a random-init backbone
-      blackjack "$name" ppo "${name##*-s}" 40 10 --set value_lr=3e-3 --set gae_lambda=0.5 \
-        --set policy.backbone=random-init ;;
+  # NAME-random-sN: the control, NAME-sN's recipe on a random-init backbone of the same
+  # architecture and tokenizer (its policy is written but not committed: .gitignore).
+  CONTROL=()
+  [[ $name == *-random-s* ]] && CONTROL=(--set policy.backbone=random-init)
+  case ${name/-random-s/-s} in
     blackjack-ppo-s*)
       blackjack "$name" ppo "${name##*-s}" 40 10 --set value_lr=3e-3 --set gae_lambda=0.5 ;;
+    blackjack-lm-ppo-soft-s*)
+      # blackjack-lm-ppo-s1/s2 passed -0.08 and swung back. The mirror step pushes each visited
+      # state further toward its better action at every update, however well it is fitted, and
+      # the LoRA gradient is mostly one direction shared by all states, so each batch's mix of
+      # states moves every state. Here the actor is fitted to the critic's Boltzmann policy
+      # softmax(10 Q): a fitted state stops pulling.
+      run "$name" Text-Blackjack-v1 --algo ppo --seed "${name##*-s}" --episodes 4000 \
+        --steps 1000000 --episodes-per-update 40 "${LM_ALONE[@]}" --set q_target=softmax \
+        --set q_step=10.0 ;;
+    blackjack-lm-ppo-s*)
+      run "$name" Text-Blackjack-v1 --algo ppo --seed "${name##*-s}" --episodes 4000 \
+        --steps 1000000 --episodes-per-update 40 "${LM_ALONE[@]}" ;;
+    frozenlake-lm-ppo-s*)  # s0 was resumed at 410 episodes; s2 continued to 2,000 with --resume
+      run "$name" Text-FrozenLake-v1 --algo ppo --seed "${name##*-s}" --episodes 600 \
+        --steps 1000000 --env-kwarg is_slippery=false --env-kwarg max_episode_steps=30 \
+        --episodes-per-update 20 "${LM_ALONE[@]}" --set gamma=0.9 --set temperature=2.0 ;;
     blackjack-grpo-s*)
       # Groups of 4 episodes on one deal, 2 groups per update (250 updates). With groups of 8
       # and 40 episodes per update (50 updates) seeds 0-2 ended at -0.1019, -0.0915, -0.0875;
@@ -118,8 +145,6 @@ for name in "${@:-${ALL[@]}}"; do
         --steps 1000000 --episodes-per-update 64 --eval-every 5 --set train_backbone=false \
         --set group_size=8 --set beta=0.5 --set head_optimizer=adamw --set head_lr=3e-4 \
         --set temperature=1.0 --set anneal_lr=true ;;
-    frozenlake-noslip-ppo-random-s*)  # the control: the same recipe, random-init backbone
-      frozenlake "$name" "${name##*-s}" --set policy.backbone=random-init ;;
     frozenlake-noslip-ppo-s*) frozenlake "$name" "${name##*-s}" ;;
     frozenlake-slippery-ppo-s0)
       run "$name" Text-FrozenLake-v1 --algo ppo --seed 0 --steps 30000 --episodes-per-update 64 \

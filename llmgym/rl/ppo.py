@@ -101,7 +101,14 @@ class PPOConfig(TrainConfig):
     (docs/results/research-notes.md)."""
     q_step: float = field(default=1.0, metadata=rule(above=0))
     """``q_critic``: the actor is fitted in each state to ``softmax(log pi_old + q_step * c)``,
-    ``c`` the centred Q-values scaled to unit root mean square over the batch."""
+    ``c`` the centred Q-values scaled to unit root mean square over the batch (``q_target``
+    ``mirror``), or to ``softmax(q_step * Q)`` (``softmax``)."""
+    q_target: str = field(default="mirror", metadata=rule(choices=("mirror", "softmax")))
+    """``q_critic``: ``mirror`` steps from the rollout policy, so each update pushes further
+    toward the better action however well the state is already fitted; ``softmax`` fits the
+    Boltzmann policy of the critic's Q-values in its own units (SAC's and soft policy
+    iteration's target, ``q_step`` its inverse temperature), so a fitted state stops pulling
+    the shared weights."""
     q_window: int = field(default=0, metadata=rule(min=0))
     """``q_critic``: 0 trains the critic by gradient steps at ``value_lr``; N > 0 fits it
     instead, before each update, by ridge least squares to the returns of the last N updates'
@@ -354,7 +361,7 @@ class PPOTrainer(Trainer):
             with torch.no_grad():
                 q = [qi for o, c in zip(outs, chunks) for qi in self.q_values(o.hidden, c)]
             old_all = [lp.detach() for o in outs for lp in o.candidate_logprobs]
-            coefficients = actor_targets(q, old_all, cfg.q_step)
+            coefficients = actor_targets(q, old_all, cfg.q_step, cfg.q_target)
         if cfg.norm_adv and self.processes.sum([len(steps)])[0] > 1:  # over every process
             mean, std = self.processes.mean_std(adv.tolist(), ddof=1)
             adv = (adv - mean) / (std + 1e-8)
