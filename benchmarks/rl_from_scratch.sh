@@ -119,13 +119,12 @@ for name in "${@:-${ALL[@]}}"; do
       blackjack "$name" ppo "${name##*-s}" 40 10 --set value_lr=3e-3 --set gae_lambda=0.5 ;;
     blackjack-lm-ppo-soft-s*)
       # blackjack-lm-ppo-s1/s2 passed -0.08 and swung back. The mirror step pushes each visited
-      # state further toward its better action at every update, however well it is fitted, and
+      # state further toward its better action at every update, however far it has gone, and
       # the LoRA gradient is mostly one direction shared by all states, so each batch's mix of
       # states moves every state. Here the actor is fitted to the critic's Boltzmann policy
-      # softmax(10 Q): a fitted state stops pulling.
+      # softmax(3 c) instead: a fitted state stops pulling.
       run "$name" Text-Blackjack-v1 --algo ppo --seed "${name##*-s}" --episodes 4000 \
-        --steps 1000000 --episodes-per-update 40 "${LM_ALONE[@]}" --set q_target=softmax \
-        --set q_step=10.0 ;;
+        --steps 1000000 --episodes-per-update 40 "${LM_ALONE[@]}" --set q_target=softmax ;;
     blackjack-lm-ppo-s*)
       run "$name" Text-Blackjack-v1 --algo ppo --seed "${name##*-s}" --episodes 4000 \
         --steps 1000000 --episodes-per-update 40 "${LM_ALONE[@]}" ;;

@@ -102,13 +102,12 @@ class PPOConfig(TrainConfig):
     q_step: float = field(default=1.0, metadata=rule(above=0))
     """``q_critic``: the actor is fitted in each state to ``softmax(log pi_old + q_step * c)``,
     ``c`` the centred Q-values scaled to unit root mean square over the batch (``q_target``
-    ``mirror``), or to ``softmax(q_step * Q)`` (``softmax``)."""
+    ``mirror``), or to ``softmax(q_step * c)`` (``softmax``)."""
     q_target: str = field(default="mirror", metadata=rule(choices=("mirror", "softmax")))
-    """``q_critic``: ``mirror`` steps from the rollout policy, so each update pushes further
-    toward the better action however well the state is already fitted; ``softmax`` fits the
-    Boltzmann policy of the critic's Q-values in its own units (SAC's and soft policy
-    iteration's target, ``q_step`` its inverse temperature), so a fitted state stops pulling
-    the shared weights."""
+    """``q_critic``: ``mirror`` steps from the rollout policy, so every update pushes a state
+    further toward its better action, however far it has gone; ``softmax`` fits the critic's
+    own Boltzmann policy ``softmax(q_step * c)`` (soft policy iteration's target, as SAC's
+    actor), which a state reaches and then stays at."""
     q_window: int = field(default=0, metadata=rule(min=0))
     """``q_critic``: 0 trains the critic by gradient steps at ``value_lr``; N > 0 fits it
     instead, before each update, by ridge least squares to the returns of the last N updates'

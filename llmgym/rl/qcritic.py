@@ -134,20 +134,20 @@ def actor_targets(
     ``softmax(log pi_old + step * centred_q)``, the mirror-descent step of the policy in each
     state (the tabular natural gradient's; MPO's and MDPO's improved policy), bounded however
     long the actor trains on it, and moving an unlikely action as much as a likely one.
-    ``softmax``: ``softmax(step * Q)``, the Boltzmann policy of the critic's own values, which a
+    ``softmax``: ``softmax(step * centred_q)``, the critic's own Boltzmann policy, which a
     state's policy reaches and then stays at, whatever the rollout policy was.
 
-    >>> q, old = [torch.tensor([0.0, 0.1])], [torch.log(torch.tensor([0.9, 0.1]))]
-    >>> [round(p, 2) for p in actor_targets(q, old, step=10.0, kind="softmax")[0].tolist()]
-    [0.27, 0.73]
+    >>> q, old = [torch.tensor([0.0, 1.0])], [torch.log(torch.tensor([0.9, 0.1]))]
+    >>> [round(p, 2) for p in actor_targets(q, old, step=1.0)[0].tolist()]
+    [0.55, 0.45]
+    >>> [round(p, 2) for p in actor_targets(q, old, step=1.0, kind="softmax")[0].tolist()]
+    [0.12, 0.88]
     """
+    rows = centred_q(q_rows)
     if kind == "softmax":
-        return [
-            torch.softmax(step * q.float().to(lp.device), -1) for lp, q in zip(old_logprobs, q_rows)
-        ]
+        return [torch.softmax(step * c.to(lp.device), -1) for lp, c in zip(old_logprobs, rows)]
     return [
-        torch.softmax(lp.float() + step * c.to(lp.device), -1)
-        for lp, c in zip(old_logprobs, centred_q(q_rows))
+        torch.softmax(lp.float() + step * c.to(lp.device), -1) for lp, c in zip(old_logprobs, rows)
     ]
 
 

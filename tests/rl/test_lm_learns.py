@@ -72,7 +72,7 @@ def _p_rewarded(trainer) -> dict[str, float]:
         ("score", "ppo", {"q_critic": True, "q_window": 3, "gae_lambda": 1.0}),
         ("score", "ppo", {"q_critic": True, "q_window": 3, "head_layers": [1], "lora.layers": 1}),
         ("score", "ppo", {"q_critic": True, "q_window": 3, "q_ridge": 0.0}),
-        ("score", "ppo", {"q_critic": True, "q_window": 3, "q_target": "softmax", "q_step": 10.0}),
+        ("score", "ppo", {"q_critic": True, "q_window": 3, "q_target": "softmax", "q_step": 3.0}),
         ("score", "grpo", {}),
         ("score", "reinforce", {}),
         ("generate", "ppo", {}),
