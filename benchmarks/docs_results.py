@@ -218,7 +218,13 @@ def sample_efficiency() -> str:
     data = json.loads((RESULTS / "sample_efficiency.json").read_text())
     curves = data["curves"]
     agents = sorted({c["agent"] for c in curves}, key=lambda a: (not a.startswith("llm"), a))
-    header = {"llm-ppo": "llm-ppo (head, frozen LM)"}
+    header = {
+        "llm-ppo": "llm-ppo (head, frozen LM)",
+        "sb3-dqn": "sb3-dqn (catalog recipe)",
+        "sb3-ppo": "sb3-ppo (catalog recipe)",
+        "sb3-dqn-tuned": "sb3-dqn (sweep's best)",
+        "sb3-ppo-tuned": "sb3-ppo (sweep's best)",
+    }
     lines = [
         "| env | target | " + " | ".join(header.get(a, a) for a in agents) + " |",
         "|---|---|" + "---|" * len(agents),

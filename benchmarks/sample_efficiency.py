@@ -22,6 +22,19 @@ reach the target.
     python benchmarks/sample_efficiency.py --sb3-from benchmarks/results/sample_efficiency.json \\
         --llm Text-Blackjack-v1=benchmarks/results/rl/blackjack-ppo-s0.json
     python benchmarks/sample_efficiency.py --quick --output /tmp/se.json  # smoke run
+
+``--sweep`` tunes SB3 instead, as the LLM recipes were tuned (4-8 variants per env): every
+variant of ``SWEEP`` (overrides of the catalog recipe, which runs too, as ``catalog``) on the
+envs, algos and seeds given, with the budget and evaluation above. It writes every variant's
+per-seed results and curves to ``benchmarks/results/sb3_sweep.json`` and picks, per (env,
+algo), the variant with the lowest mean over seeds of the env steps to first reach the target
+("not reached" counting as the budget), ties broken by the higher mean final value
+(``choose``). ``--tuned-from`` then adds the chosen variants' curves to the comparison as
+``sb3-ppo-tuned`` / ``sb3-dqn-tuned``, beside the catalog recipe's:
+
+    python benchmarks/sample_efficiency.py --sweep --envs Text-Blackjack-v1 Text-FrozenLake-v1
+    python benchmarks/sample_efficiency.py --sb3-from benchmarks/results/sample_efficiency.json \\
+        --tuned-from benchmarks/results/sb3_sweep.json --llm ...  # the --llm of the JSON's curves
 """
 
 from __future__ import annotations
@@ -32,8 +45,9 @@ import json
 import math
 import os
 import platform
+import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +55,7 @@ import llmgym  # noqa: F401  (registers the Text-* envs)
 from llmgym.rl.trainer import EVAL_SEED_BASE  # the trainer's evaluation seeds
 
 RESULTS = Path(__file__).parent / "results" / "sample_efficiency.json"
+SWEEP_RESULTS = RESULTS.with_name("sb3_sweep.json")
 ALGOS = ("ppo", "dqn")
 
 
@@ -67,6 +82,51 @@ SETTINGS: dict[str, Setting] = {
 }
 #: --quick: tiny budgets, a smoke test of every code path.
 QUICK = {"budget": 600, "eval_every": 300, "eval_episodes": 2}
+
+
+def _grid(**axes: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """Every combination of the axes' values, the first axis varying slowest.
+
+    Example:
+        >>> _grid(a=(1, 2), b=("x",))
+        [{'a': 1, 'b': 'x'}, {'a': 2, 'b': 'x'}]
+    """
+    combos: list[dict[str, Any]] = [{}]
+    for key, values in axes.items():
+        combos = [c | {key: v} for c in combos for v in values]
+    return combos
+
+
+#: --sweep: overrides of the catalog recipe, 8 per algo. PPO: rollouts of 16 or 64 steps x the
+#: catalog's 8 envs (128 or 512 env steps per update, where the catalog's 256 x 8 makes 4
+#: updates in 8,192 steps), minibatches of 64, two learning rates and epoch counts. DQN: when
+#: learning starts, how long epsilon falls, and training every step with a target network
+#: updated every 100 (or the catalog's every 4 and 500).
+SWEEP: dict[str, list[dict[str, Any]]] = {
+    "ppo": _grid(
+        n_steps=(16, 64),
+        batch_size=(64,),
+        learning_rate=(3e-4, 1e-3),
+        n_epochs=(4, 10),
+    ),
+    "dqn": [
+        {
+            "learning_starts": a,
+            "exploration_fraction": b,
+            "train_freq": f,
+            "target_update_interval": t,
+        }
+        for a in (100, 1_000)
+        for b in (0.1, 0.3)
+        for f, t in ((4, 500), (1, 100))
+    ],
+}
+SELECTION = (
+    "per (env, algo), the variant with the lowest mean over seeds of the env steps to first "
+    "reach the target ('not reached', or reached only in the rollout that runs past the "
+    "budget, counts as the budget), ties broken by the higher mean "
+    "final value, then by grid order"
+)
 
 
 @dataclass
@@ -134,44 +194,180 @@ def make_eval_fn(env_id: str, setting: Setting):
     return sampled
 
 
+def sb3_run(
+    env_id: str,
+    setting: Setting,
+    algo: str,
+    seed: int,
+    overrides: dict[str, Any] | None = None,
+    agent: str | None = None,
+    eval_fn: Any = None,
+) -> Curve:
+    """Train one fresh SB3 model, the catalog recipe changed by ``overrides`` (``n_envs``
+    included), and evaluate it along the way."""
+    from llmgym.baselines.sb3 import base_env_id, config_for, learning_curve
+
+    overrides = dict(overrides or {})
+    config = config_for(base_env_id(env_id), algo)
+    if overrides:
+        n_envs = overrides.pop("n_envs", config.n_envs)
+        config = replace(config, n_envs=n_envs, hyperparams=config.hyperparams | overrides)
+    agent = agent or f"sb3-{algo}"
+    start = time.perf_counter()
+    lc = learning_curve(
+        env_id,
+        algo,
+        setting.budget,
+        setting.eval_every,
+        eval_fn or make_eval_fn(env_id, setting),
+        seed=seed,
+        env_kwargs=setting.env_kwargs,
+        config=config,
+    )
+    meta = {
+        "train_s": lc.train_seconds,
+        "eval_s": lc.eval_seconds,
+        "wall_s": round(time.perf_counter() - start, 2),
+        "recipe": asdict(config),
+    }
+    print(
+        f"{env_id} {agent} seed {seed}: final {lc.values[-1]:.3f} after "
+        f"{lc.env_steps[-1]} steps, {meta['wall_s']:.0f} s",
+        flush=True,
+    )
+    return Curve(env_id, agent, seed, lc.env_steps, lc.values, "sb3", meta)
+
+
 def sb3_curves(
     envs: list[str], settings: dict[str, Setting], algos: list[str], seeds: list[int]
 ) -> list[Curve]:
-    """Train fresh SB3 models and evaluate them along the way."""
-    from llmgym.baselines.sb3 import config_for, learning_curve
-
+    """Train fresh SB3 models with the catalog recipes and evaluate them along the way."""
     curves = []
+    for env_id in envs:
+        eval_fn = make_eval_fn(env_id, settings[env_id])
+        for algo in algos:
+            for seed in seeds:
+                curves.append(sb3_run(env_id, settings[env_id], algo, seed, eval_fn=eval_fn))
+    return curves
+
+
+# ---------------------------------------------------------------------------- SB3 sweep
+def variant_name(overrides: dict[str, Any]) -> str:
+    """A variant's overrides as one short string (``catalog`` for none).
+
+    Example:
+        >>> variant_name({"n_steps": 16, "learning_rate": 0.001}), variant_name({})
+        ('n_steps=16 learning_rate=0.001', 'catalog')
+    """
+    return (
+        " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in overrides.items())
+        or "catalog"
+    )
+
+
+def score(curves: list[Curve], setting: Setting) -> dict[str, Any]:
+    """One variant's per-seed results and the two numbers the selection compares.
+
+    Example:
+        >>> s = Setting({}, 100, 10, 1.0, exact=True)
+        >>> runs = [Curve("E", "a", 0, [0, 50], [0.0, 1.0], ""),
+        ...         Curve("E", "a", 1, [0, 60], [0.0, 0.5], "")]
+        >>> r = score(runs, s); r["steps_to_target"], r["mean_steps"], r["mean_final"]
+        ([50, None], 75.0, 0.75)
+    """
+    reached = [c.steps_to_reach(setting.target) for c in curves]
+    finals = [c.values[-1] for c in curves]
+    return {
+        "seeds": [c.seed for c in curves],
+        "steps_to_target": reached,
+        "steps_to_stay": [c.steps_to_stay(setting.target) for c in curves],
+        "final": [round(v, 4) for v in finals],
+        "mean_steps": sum(setting.budget if r is None else min(r, setting.budget) for r in reached)
+        / len(curves),
+        "mean_final": round(sum(finals) / len(curves), 4),
+        "wall_s": [c.meta.get("wall_s") for c in curves],
+    }
+
+
+def choose(variants: list[dict[str, Any]]) -> dict[str, Any]:
+    """The selection rule (``SELECTION``) over ``score``'s results (grid order breaks ties).
+
+    Example:
+        >>> choose([{"mean_steps": 90, "mean_final": 1}, {"mean_steps": 80, "mean_final": 0},
+        ...         {"mean_steps": 80, "mean_final": 0.5}])
+        {'mean_steps': 80, 'mean_final': 0.5}
+    """
+    return min(variants, key=lambda v: (v["mean_steps"], -v["mean_final"]))
+
+
+def sweep(
+    envs: list[str],
+    settings: dict[str, Setting],
+    algos: list[str],
+    seeds: list[int],
+    grid: dict[str, dict[str, list[dict[str, Any]]]],
+) -> tuple[dict[str, Any], list[Curve]]:
+    """Run the catalog recipe and every variant of ``grid[env][algo]`` on each seed.
+
+    Returns the per-variant results by env and algo (the chosen one marked) and every curve,
+    each curve's agent ``sb3-ALGO`` and its variant in ``meta``."""
+    results: dict[str, Any] = {}
+    curves: list[Curve] = []
     for env_id in envs:
         setting = settings[env_id]
         eval_fn = make_eval_fn(env_id, setting)
         for algo in algos:
-            for seed in seeds:
-                start = time.perf_counter()
-                lc = learning_curve(
-                    env_id,
-                    algo,
-                    setting.budget,
-                    setting.eval_every,
-                    eval_fn,
-                    seed=seed,
-                    env_kwargs=setting.env_kwargs,
+            rows = []
+            for overrides in [{}, *(v for v in grid[env_id][algo] if v)]:
+                name = variant_name(overrides)
+                runs = []
+                for seed in seeds:
+                    curve = sb3_run(env_id, setting, algo, seed, overrides, eval_fn=eval_fn)
+                    curve.meta |= {"variant": name, "overrides": overrides}
+                    runs.append(curve)
+                rows.append({"variant": name, "overrides": overrides, **score(runs, setting)})
+                curves += runs
+            best = choose(rows)
+            for row in rows:
+                row["chosen"] = row is best
+            results.setdefault(env_id, {})[algo] = rows
+    return results, curves
+
+
+def sweep_table(results: dict[str, Any]) -> str:
+    """Markdown: one row per (env, algo, variant), the chosen ones in bold."""
+    lines = [
+        "| env | algo | variant | steps to target per seed | mean (none = budget) "
+        "| final per seed | mean final |",
+        "|---|---|---|---|---:|---|---:|",
+    ]
+    for env_id, by_algo in results.items():
+        for algo, rows in by_algo.items():
+            for r in rows:
+                name = f"**{r['variant']}**" if r["chosen"] else r["variant"]
+                reached = ", ".join("-" if s is None else f"{s:,}" for s in r["steps_to_target"])
+                finals = ", ".join(f"{v:.3g}" for v in r["final"])
+                lines.append(
+                    f"| {env_id} | {algo} | {name} | {reached} | {r['mean_steps']:,.0f} "
+                    f"| {finals} | {r['mean_final']:.3g} |"
                 )
-                config = config_for(lc.env_id, algo)
-                meta = {
-                    "train_s": lc.train_seconds,
-                    "eval_s": lc.eval_seconds,
-                    "wall_s": round(time.perf_counter() - start, 2),
-                    "recipe": asdict(config),
-                }
-                curves.append(
-                    Curve(env_id, f"sb3-{algo}", seed, lc.env_steps, lc.values, "sb3", meta)
-                )
-                print(
-                    f"{env_id} sb3-{algo} seed {seed}: final {lc.values[-1]:.3f} after "
-                    f"{lc.env_steps[-1]} steps, {meta['wall_s']:.0f} s",
-                    flush=True,
-                )
-    return curves
+    return "\n".join(lines)
+
+
+def load_tuned(path: Path, envs: list[str]) -> list[Curve]:
+    """The chosen variants' curves of a ``--sweep`` JSON, as agents ``sb3-ALGO-tuned``."""
+    data = json.loads(path.read_text())
+    chosen = {
+        (env_id, algo): next(r["variant"] for r in rows if r["chosen"])
+        for env_id, by_algo in data["results"].items()
+        for algo, rows in by_algo.items()
+    }
+    tuned = []
+    for c in data["curves"]:
+        algo = c["agent"].removeprefix("sb3-")
+        if c["env_id"] in envs and chosen.get((c["env_id"], algo)) == c["meta"]["variant"]:
+            tuned.append(Curve(**(c | {"agent": f"sb3-{algo}-tuned", "source": "sb3-sweep"})))
+    return tuned
 
 
 # ---------------------------------------------------------------------------- LLM runs
@@ -297,7 +493,12 @@ def plot(curves: list[Curve], settings: dict[str, Setting], envs: list[str], pat
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    colors = {"sb3-ppo": "tab:blue", "sb3-dqn": "tab:orange"}
+    colors = {
+        "sb3-ppo": "tab:blue",
+        "sb3-dqn": "tab:orange",
+        "sb3-ppo-tuned": "navy",
+        "sb3-dqn-tuned": "tab:red",
+    }
     fig, axes = plt.subplots(1, len(envs), figsize=(5 * len(envs), 4), squeeze=False)
     for ax, env_id in zip(axes[0], envs):
         setting = settings[env_id]
@@ -331,11 +532,16 @@ def plot(curves: list[Curve], settings: dict[str, Setting], envs: list[str], pat
     plt.close(fig)
 
 
-def load_sb3(path: Path, envs: list[str]) -> list[Curve]:
-    """SB3 curves of an earlier run of this script (to add LLM curves without retraining)."""
+def load_sb3(path: Path, envs: list[str], tuned: bool = True) -> list[Curve]:
+    """SB3 curves of an earlier run of this script (to add LLM curves without retraining);
+    without the ``-tuned`` ones unless ``tuned``."""
     data = json.loads(path.read_text())
     return [
-        Curve(**c) for c in data["curves"] if c["agent"].startswith("sb3-") and c["env_id"] in envs
+        Curve(**c)
+        for c in data["curves"]
+        if c["agent"].startswith("sb3-")
+        and c["env_id"] in envs
+        and (tuned or not c["agent"].endswith("-tuned"))
     ]
 
 
@@ -353,10 +559,39 @@ def main() -> None:
     )
     parser.add_argument("--sb3-only", action="store_true", help="Train and plot SB3 only.")
     parser.add_argument("--sb3-from", type=Path, help="Reuse the SB3 curves of this JSON.")
+    parser.add_argument(
+        "--tuned-from",
+        type=Path,
+        help="Add the chosen variants of this --sweep JSON as sb3-ALGO-tuned (replacing any "
+        "tuned curves of --sb3-from).",
+    )
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="Tune SB3 instead: the catalog recipe and every SWEEP variant on --envs, --algos "
+        "and --seeds; writes results/sb3_sweep.json unless --output.",
+    )
+    parser.add_argument(
+        "--variants", type=int, help="--sweep: only the first N variants per algo (smoke test)."
+    )
+    parser.add_argument(
+        "--chosen-from",
+        type=Path,
+        help="--sweep: run only the chosen variant of this earlier sweep JSON per (env, algo), "
+        "beside the catalog recipe (to check the choice on other --seeds).",
+    )
     parser.add_argument("--quick", action="store_true", help="Tiny budgets (smoke test).")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--output",
+        type=Path,
+        help=f"Default {RESULTS.name} (sweep: {SWEEP_RESULTS.name}) in benchmarks/results/.",
+    )
     args = parser.parse_args()
+    if args.sweep and (args.llm or args.sb3_from or args.tuned_from):
+        parser.error("--sweep trains SB3 only: no --llm, --sb3-from or --tuned-from.")
+    if args.chosen_from and not args.sweep:
+        parser.error("--chosen-from goes with --sweep.")
 
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     import torch
@@ -375,6 +610,14 @@ def main() -> None:
             )
             for k, s in settings.items()
         }
+    machine = (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"{args.threads} torch thread(s), no GPU"
+    )
+    if args.sweep:
+        run_sweep(args, settings, machine)
+        return
+    output = args.output or RESULTS
     llm: list[Curve] = []
     warnings = []
     if not args.sb3_only:
@@ -388,15 +631,16 @@ def main() -> None:
                 warnings.append(warning)
     start = time.perf_counter()
     if args.sb3_from:
-        sb3 = load_sb3(args.sb3_from, args.envs)
+        sb3 = load_sb3(args.sb3_from, args.envs, tuned=args.tuned_from is None)
         sb3_wall = json.loads(args.sb3_from.read_text()).get("sb3_wall_s")
     else:
         sb3 = sb3_curves(args.envs, settings, args.algos, args.seeds)
         sb3_wall = round(time.perf_counter() - start, 1)
+    if args.tuned_from:
+        sb3 += load_tuned(args.tuned_from, args.envs)
     curves = llm + sb3
     report = {
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-        f"{args.threads} torch thread(s), no GPU",
+        "machine": machine,
         "settings": {k: asdict(settings[k]) for k in args.envs},
         "evaluation": {
             "exact": "greedy policy's exact expected return (llmgym.evaluation.exact.exact_value)",
@@ -405,6 +649,7 @@ def main() -> None:
         "sb3_seeds": args.seeds,
         "sb3_wall_s": sb3_wall,
         "sb3_from": str(args.sb3_from) if args.sb3_from else None,
+        "tuned_from": str(args.tuned_from) if args.tuned_from else None,
         "steps_to_target": {
             env_id: {
                 f"{c.agent}:{c.seed}:{c.source}": c.steps_to_reach(settings[env_id].target)
@@ -434,10 +679,49 @@ def main() -> None:
     print(text)
     for warning in warnings:
         print(f"warning: {warning}")
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
-    plot(curves, settings, args.envs, args.output.with_suffix(".png"))
-    print(f"wrote {args.output} and {args.output.with_suffix('.png')}")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(report, indent=2) + "\n")
+    plot(curves, settings, args.envs, output.with_suffix(".png"))
+    print(f"wrote {output} and {output.with_suffix('.png')}")
+
+
+def run_sweep(args: argparse.Namespace, settings: dict[str, Setting], machine: str) -> None:
+    """``--sweep``: run the grid, print its table and write every result and curve."""
+    output = args.output or SWEEP_RESULTS
+    grid = {env_id: {a: SWEEP[a][: args.variants] for a in args.algos} for env_id in args.envs}
+    if args.chosen_from:  # only the chosen variants of an earlier sweep (e.g. on other seeds)
+        earlier = json.loads(args.chosen_from.read_text())["results"]
+        grid = {
+            env_id: {
+                a: [r["overrides"] for r in earlier[env_id][a] if r["chosen"]] for a in args.algos
+            }
+            for env_id in args.envs
+        }
+    start = time.perf_counter()
+    results, curves = sweep(args.envs, settings, args.algos, args.seeds, grid)
+    text = sweep_table(results)
+    print(f"\nSelection: {SELECTION}.")
+    print(text)
+    report = {
+        "command": "python benchmarks/sample_efficiency.py " + " ".join(sys.argv[1:]),
+        "machine": machine,
+        "wall_s": round(time.perf_counter() - start, 1),
+        "selection": SELECTION,
+        "settings": {k: asdict(settings[k]) for k in args.envs},
+        "seeds": args.seeds,
+        "chosen_from": str(args.chosen_from) if args.chosen_from else None,
+        "grid": grid,
+        "results": results,
+        "chosen": {
+            env_id: {algo: choose(rows)["variant"] for algo, rows in by_algo.items()}
+            for env_id, by_algo in results.items()
+        },
+        "table": text,
+        "curves": [asdict(c) for c in curves],
+    }
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {output}")
 
 
 if __name__ == "__main__":

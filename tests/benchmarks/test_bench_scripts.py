@@ -98,6 +98,83 @@ def test_sample_efficiency_quick_writes_curves_table_and_plot(tmp_path):
     assert [c["values"] for c in new] == [c["values"] for c in old if c["source"] == "sb3"]
 
 
+def test_sample_efficiency_sweep_records_every_variant_and_adds_the_chosen_one(tmp_path):
+    sweep = tmp_path / "sweep.json"
+    env = "Text-FrozenLake-v1"
+    common = ["--quick", "--envs", env, "--seeds", "0", "1"]
+    out = _run(
+        "sample_efficiency.py", "--sweep", *common, "--variants", "1", "--output", str(sweep)
+    )
+    assert "Selection:" in out
+    report = json.loads(sweep.read_text())
+    assert report["command"].startswith("python benchmarks/sample_efficiency.py --sweep")
+    assert {"machine", "selection", "settings", "grid", "results", "chosen", "table"} <= set(report)
+    for algo in ("ppo", "dqn"):
+        rows = report["results"][env][algo]
+        assert [r["variant"] for r in rows][0] == "catalog" and len(rows) == 2
+        assert [r["chosen"] for r in rows].count(True) == 1
+        assert report["chosen"][env][algo] == next(r["variant"] for r in rows if r["chosen"])
+        for r in rows:
+            assert r["seeds"] == [0, 1] and len(r["steps_to_target"]) == len(r["final"]) == 2
+            assert 0 <= r["mean_steps"] <= 600  # the quick budget
+    assert len(report["curves"]) == 2 * 2 * 2  # algos x (catalog + 1 variant) x seeds
+    variant = report["curves"][-1]["meta"]
+    assert variant["overrides"] == report["grid"][env]["dqn"][0]
+    assert all(variant["recipe"]["hyperparams"][k] == v for k, v in variant["overrides"].items())
+
+    # --chosen-from reruns only the chosen variant (beside the catalog recipe), on other seeds.
+    held = tmp_path / "held.json"
+    _run(
+        "sample_efficiency.py",
+        "--sweep",
+        "--quick",
+        "--envs",
+        env,
+        "--seeds",
+        "2",
+        "--chosen-from",
+        str(sweep),
+        "--output",
+        str(held),
+    )
+    for algo, rows in json.loads(held.read_text())["results"][env].items():
+        chosen = report["chosen"][env][algo]
+        assert [r["variant"] for r in rows] == ["catalog", chosen][: 1 + (chosen != "catalog")]
+        assert all(r["seeds"] == [2] for r in rows)
+
+    # The chosen variants join the catalog recipe's curves as sb3-ALGO-tuned, once.
+    se = tmp_path / "se.json"
+    _run("sample_efficiency.py", *common, "--tuned-from", str(sweep), "--output", str(se))
+    again = tmp_path / "again.json"
+    _run(
+        "sample_efficiency.py",
+        "--envs",
+        env,
+        "--sb3-from",
+        str(se),
+        "--tuned-from",
+        str(sweep),
+        "--output",
+        str(again),
+    )
+    for path in (se, again):
+        curves = json.loads(path.read_text())["curves"]
+        agents = sorted(c["agent"] for c in curves)
+        assert agents == sorted(["sb3-ppo", "sb3-dqn", "sb3-ppo-tuned", "sb3-dqn-tuned"] * 2)
+        for c in curves:
+            if c["agent"].endswith("-tuned"):
+                algo = c["agent"].split("-")[1]
+                assert c["meta"]["variant"] == report["chosen"][env][algo]
+                same = [
+                    s
+                    for s in report["curves"]
+                    if s["meta"]["variant"] == c["meta"]["variant"]
+                    and s["seed"] == c["seed"]
+                    and s["agent"] == f"sb3-{algo}"
+                ]
+                assert [s["values"] for s in same] == [c["values"]]
+
+
 def test_train_throughput_quick_writes_every_configuration(tmp_path):
     out = tmp_path / "tt.json"
     _run(
