@@ -119,11 +119,12 @@ for name in "${@:-${ALL[@]}}"; do
     blackjack-ppo-s*)
       blackjack "$name" ppo "${name##*-s}" 40 10 --set value_lr=3e-3 --set gae_lambda=0.5 ;;
     blackjack-lm-ppo-soft-s*)
-      # blackjack-lm-ppo-s1/s2 passed -0.08 and swung back. The mirror step pushes each visited
-      # state further toward its better action at every update, however far it has gone, and
-      # the LoRA gradient is mostly one direction shared by all states, so each batch's mix of
-      # states moves every state. Here the actor is fitted to the critic's Boltzmann policy
-      # softmax(3 c) instead: a fitted state stops pulling.
+      # Without the annealing (ZFG in results/rl/lm_attempts/blackjack.json) seeds 1 and 2
+      # passed -0.08 and swung back. The mirror step pushes each visited state further toward
+      # its better action at every update, however far it has gone, and the LoRA gradient is
+      # mostly one direction shared by all states. Here (ZFG's settings) the actor is fitted to
+      # the critic's Boltzmann policy softmax(3 c) instead, so a fitted state stops pulling.
+      # Stopped early on seeds 1 and 2 (SOFT-s1/s2 there): no steadier than ZFG.
       run "$name" Text-Blackjack-v1 --algo ppo --seed "${name##*-s}" --episodes 4000 \
         --steps 1000000 --episodes-per-update 40 "${LM_ALONE[@]}" --set q_target=softmax ;;
     blackjack-lm-ppo-s*)
