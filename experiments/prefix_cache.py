@@ -7,6 +7,7 @@ Prints, per mode, the best of 3 calls (after a warm-up call that fills the cache
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 
@@ -28,7 +29,7 @@ def main(threads: int = 1, num_envs: int = 16, calls: int = 3) -> dict:
                 model, tokenizer, PolicyConfig(mode, prefix_cache=cache, greedy=True)
             )
             policy.act(obs, infos)  # warm-up; fills the cache
-            policy.stats = dict.fromkeys(policy.stats, 0)
+            policy.stats.update(dict.fromkeys(policy.stats, 0))  # the backend's counters
             best = float("inf")
             for _ in range(calls):
                 start = time.perf_counter()
@@ -44,4 +45,11 @@ def main(threads: int = 1, num_envs: int = 16, calls: int = 3) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main()))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--num-envs", type=int, default=16)
+    parser.add_argument(
+        "--calls", type=int, default=3, help="timed calls per mode (the best is kept)"
+    )
+    args = parser.parse_args()
+    print(json.dumps(main(args.threads, args.num_envs, args.calls)))

@@ -8,6 +8,10 @@
 # A2C), which reach the optimum. About 20 min on one CPU thread in all (the Taxi ones 2-4 min
 # each on a quiet thread).
 # Usage: bash experiments/sb3_attempts.sh [NAME ...]   (default: all of them, in this order)
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
+  sed -n '2,/^# Usage/s/^# \{0,1\}//p' "$0"  # the header above
+  exit 0
+fi
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}

@@ -7,6 +7,7 @@ Run: python experiments/screen_table.py [DIR]   (default: benchmarks/results/rl/
 
 from __future__ import annotations
 
+import argparse
 import csv
 import sys
 from pathlib import Path
@@ -27,7 +28,9 @@ def summary(name: str, path: Path) -> str:
 
 
 def main() -> None:
-    folder = Path(sys.argv[1] if len(sys.argv) > 1 else "benchmarks/results/rl/cartpole_screen")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", nargs="?", default="benchmarks/results/rl/cartpole_screen")
+    folder = Path(parser.parse_args().folder)
     runs = {p.stem: p for p in folder.glob("*.csv")}  # committed curves
     runs |= {p.parent.name: p for p in folder.glob("*/metrics.csv")}  # a screen's own folder
     if not runs:

@@ -584,15 +584,7 @@ COMMAND_KINDS: list[tuple[str, Callable[[list[str]], object], Callable[..., None
 
 # Known failures that are not the docs' to fix, each xfail(strict=True) on every case it
 # touches (a script path, a command id or a block id): fix the cause, then delete the row.
-XFAIL: dict[str, str] = {
-    "experiments/prefix_cache.py": "ignores --help and runs the experiment (smollm2-135m), which "
-    "then fails: `policy.stats = ...` but LLMPolicy.stats is a read-only property (the counters "
-    "live on the backend); docs/results/throughput.md cites `python experiments/prefix_cache.py`",
-    "experiments/sb3_attempts.sh": "no --help: takes it for an attempt name ('unknown attempt "
-    "--help', exit 2)",
-    "experiments/screen_table.py": "no --help: takes it for the screen folder ('No metrics in "
-    "--help', exit 1)",
-}
+XFAIL: dict[str, str] = {}
 
 
 def subjects(cmd: Command) -> list[str]:
