@@ -105,7 +105,7 @@ ALL=(blackjack-ppo-s0 blackjack-ppo-s1 blackjack-ppo-s2 blackjack-grpo-s0 blackj
      cartpole-ppo-noprior-s0 cartpole-ppo-mirror-noprior-s0 cartpole-ppo-layer8-s0
      cartpole-ppo-layer8-s1 cartpole-ppo-layer8g-s0 cartpole-ppo-layer8g-s1
      cartpole-ppo-layer8g-s2 blackjack-lm-ppo-s0 blackjack-lm-ppo-s1 blackjack-lm-ppo-s2
-     frozenlake-lm-ppo-s0 frozenlake-lm-ppo-s1 frozenlake-lm-ppo-s2)
+     frozenlake-lm-ppo-s0 frozenlake-lm-ppo-s1 frozenlake-lm-ppo-s2 blackjack-lm-gen-s0)
 if [ -n "${SNAPSHOT:-}" ]; then
   for name in "$@"; do snapshot "$name"; done
   exit 0
@@ -133,6 +133,14 @@ for name in "${@:-${ALL[@]}}"; do
       # -0.1314 and -0.1370; with it the finals are -0.0726, -0.0886, -0.0765.
       run "$name" Text-Blackjack-v1 --algo ppo --seed "${name##*-s}" --episodes 4000 \
         --steps 1000000 --episodes-per-update 40 "${LM_ALONE[@]}" --set anneal_lr=true ;;
+    blackjack-lm-gen-s*)
+      # Generate mode (free text, parsed; the fallback "stick" where an answer names no
+      # action): blackjack-lm-ppo-s*'s recipe, each turn scored again as the action the env
+      # took, and the actor fitted through each action's canonical answer (q_critic's
+      # generate mode), which also teaches the model to write a valid one.
+      run "$name" Text-Blackjack-v1 --algo ppo --mode generate --seed "${name##*-s}" \
+        --episodes 4000 --steps 1000000 --episodes-per-update 40 "${LM_ALONE[@]}" \
+        --set anneal_lr=true ;;
     frozenlake-lm-ppo-g08-s*)
       # frozenlake-lm-ppo-s*'s greedy policies failed where the sampled ones succeeded (seed 0:
       # training success 0.70 at 500 episodes, greedy 0): a wall bump costs only the discount.

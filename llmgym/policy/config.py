@@ -394,13 +394,8 @@ class PolicySection(PolicyConfig):
 
     def validate(self) -> None:
         """Each field against its type and rule; ``lm_prior=false`` needs score mode with the
-        head on, ``head_layers`` score mode."""
+        head on (``head_layers``' mode: :func:`check_feature_layers`, by the trainer's config)."""
         super().validate()
-        if self.head_layers is not None and self.mode != "score":
-            raise ConfigError(
-                "head_layers chooses the hidden states the state features are made of, so it "
-                "needs score mode (`--mode score`)."
-            )
         if self.action_head and self.mode == "score":
             return
         if not self.lm_prior:
@@ -415,6 +410,23 @@ class PolicySection(PolicyConfig):
         return PolicyConfig(**{n: getattr(self, n) for n in names})
 
 
+
+def check_feature_layers(policy: PolicySection, turns_scored: bool) -> None:
+    """``head_layers`` needs score mode, or a trainer that scores each generated turn again in
+    score form (``turns_scored``: PPO's ``q_critic``).
+
+    >>> check_feature_layers(PolicySection(mode="generate", head_layers=[1]), turns_scored=True)
+    >>> check_feature_layers(PolicySection(mode="generate", head_layers=[1]), False)
+    Traceback (most recent call last):
+    ...
+    llmgym.errors.ConfigError: head_layers chooses the hidden states the state features are made of, so it needs score mode (`--mode score`), or q_critic=true in generate mode.
+    """
+    if policy.head_layers is not None and policy.mode != "score" and not turns_scored:
+        raise ConfigError(
+            "head_layers chooses the hidden states the state features are made of, so it "
+            "needs score mode (`--mode score`), or q_critic=true in generate mode."
+        )
+
 __all__ = [
     "DEVICES",
     "DTYPES",
@@ -423,6 +435,7 @@ __all__ = [
     "PolicyConfig",
     "PolicySection",
     "Rule",
+    "check_feature_layers",
     "check_fields",
     "field_docs",
     "is_device",

@@ -290,9 +290,9 @@ class LLMPolicy(ScoreMode):
             prefills = [self._prefill] * len(messages)
         texts = [self.prompt_text(m, p) for m, p in zip(messages, prefills)]
         prompts = [self.encode(t) for t in texts]
-        if self.config.mode == "generate":
-            return self._act_generate(list(messages), prompts, list(prefills), greedy)
         actions = [list(a) for a in valid_actions or [[] for _ in messages]]
+        if self.config.mode == "generate":
+            return self._act_generate(list(messages), prompts, list(prefills), greedy, actions)
         if len(actions) != len(messages) or not all(actions):
             raise ConfigError(
                 "Score mode needs discrete valid actions for every env; "
@@ -311,7 +311,7 @@ class LLMPolicy(ScoreMode):
             self._closing = [i for i, piece in enumerate(pieces) if "}" in piece]
         return self._closing
 
-    def _act_generate(self, messages, prompts, prefills, greedy) -> list[ActionSample]:
+    def _act_generate(self, messages, prompts, prefills, greedy, actions) -> list[ActionSample]:
         max_new = self.config.max_new_tokens or self.defaults.max_new_tokens
         stop_ids = self.stop_ids + (self._closing_ids() if self._stops_at_answer else [])
         sampling = Sampling(self.config.temperature, self.config.top_p, greedy, self.generator)
@@ -343,6 +343,7 @@ class LLMPolicy(ScoreMode):
                     logprobs=list(logprobs),
                     candidate_ids=[],
                     messages=messages[b],
+                    valid_actions=actions[b],
                 )
             )
         return samples
@@ -352,12 +353,14 @@ class LLMPolicy(ScoreMode):
         self, samples: Sequence[ActionSample], *, shared_prefix: bool = False
     ) -> PolicyOutput:
         """Log-probs, entropies and hidden states of ``samples`` under the current weights,
-        with gradients (run it inside ``torch.no_grad()`` for a frozen reference).
+        with gradients (run it inside ``torch.no_grad()`` for a frozen reference). Samples
+        with candidates (score mode, or :meth:`score_sample` in either mode) are scored over
+        their candidates, others by their completion's tokens.
 
         ``shared_prefix=True`` (score mode): the prompt prefix the samples share (the system
         prompt) is encoded once without gradient and its KV cache reused; the gradient flows
         through the rest of each prompt and the candidates (cheaper training updates)."""
-        if self.config.mode == "score":
+        if self.config.mode == "score" or all(s.candidate_ids for s in samples):
             return self._evaluate_score(samples, shared_prefix)
         return self._evaluate_generate(samples)
 

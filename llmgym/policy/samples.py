@@ -31,7 +31,8 @@ class ActionSample:
     messages: list[Message]
     """The chat messages the prompt was built from."""
     valid_actions: list[str] = field(default_factory=list)
-    """The valid action names the candidates stand for (score mode)."""
+    """The valid action names the candidates stand for (score mode); in generate mode the
+    env's valid actions, if it has discrete ones."""
     hidden: Any = None
     """Score mode with an action head: the backbone's hidden state at the answer position."""
 
@@ -50,3 +51,6 @@ class PolicyOutput:
     """Generate mode: [T_i] per-token log-probs of each completion; [] in score mode."""
     candidate_logprobs: list[torch.Tensor] = field(default_factory=list)
     """Score mode: [K_i] log pi of each valid action of each sample; [] in generate mode."""
+    candidate_scores: list[torch.Tensor] = field(default_factory=list)
+    """Score mode: [K_i] each valid action's score before the temperature (without a head and
+    with ``normalization="sum"``: the log-likelihood of its answer); [] in generate mode."""

@@ -211,7 +211,11 @@ class ScoreMode:
             entropy.append(-(logpi.exp() * logpi).sum())
             every.append(logpi)
         return PolicyOutput(
-            torch.stack(logprob), torch.stack(entropy), hidden, candidate_logprobs=every
+            torch.stack(logprob),
+            torch.stack(entropy),
+            hidden,
+            candidate_logprobs=every,
+            candidate_scores=list(scores),
         )
 
 

@@ -35,6 +35,7 @@ from llmgym.policy.config import (
     Checked,
     PolicySection,
     Rule,
+    check_feature_layers,
     check_fields,
     field_docs,
     is_device,
@@ -368,10 +369,8 @@ class TrainConfig:
         return dataclasses.asdict(self) | {"algo": getattr(self, "algo", "")}
 
     def validate(self) -> None:
-        """Refuse, in one sentence, a value or a combination of values that cannot train; the
-        trainer (and ``llmgym train``) calls it before the model loads. Each section checks its
-        own fields (:meth:`Checked.validate`), the algorithm's fields are checked against their
-        types and ``ALGORITHM_RULES``; algorithms extend it with checks that need several fields.
+        """Refuse, in one sentence, values that cannot train, before the model loads. Each
+        section checks its own fields, the algorithm's follow ``ALGORITHM_RULES``.
 
         Example:
             >>> cfg = TrainConfig.build({"policy.backend": "vllm", "policy.action_head": True})
@@ -382,6 +381,7 @@ class TrainConfig:
         """
         for name in SECTIONS:
             getattr(self, name).validate()
+        check_feature_layers(self.policy, turns_scored=getattr(self, "q_critic", False))
         self._check_own_fields()
         if self.run.env_kwargs:  # the env is made once with them (a bad map name, a typo)
             check_env_kwargs(self.run.env_id, self.run.env_kwargs)

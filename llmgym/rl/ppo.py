@@ -19,9 +19,12 @@ How it departs from PPO as written for Atari/MuJoCo (Schulman et al. 2017; Clean
 - ``mirror`` (envs with a mirror symmetry, e.g. CartPole) adds each state's mirror image with
   the mirrored action and the same advantage, so an update moves a symmetric policy alike on
   both sides;
-- ``q_critic`` (score mode) replaces the critic by one of every valid action, Q(s, a), and the
-  clipped surrogate by a cross-entropy to the critic's improved policy in each state
-  (``qcritic.py``), which does not fade as an action becomes unlikely;
+- ``q_critic`` replaces the critic by one of every valid action, Q(s, a), and the clipped
+  surrogate by a cross-entropy to the critic's improved policy in each state (``qcritic.py``),
+  which does not fade as an action becomes unlikely. In generate mode the policy acts in free
+  text and each turn is scored again as the action the env took; the fit is then to each
+  action's canonical answer's likelihood (not normalized over the actions), so it also teaches
+  the model to answer with a valid action;
 - ``target_kl`` stops the epoch loop early once the approximate KL between the rollout
   policy and the current one exceeds it; an optional KL penalty to the reference (the model
   with the LoRA adapter switched off) keeps the policy near the pretrained model.
@@ -92,13 +95,18 @@ class PPOConfig(TrainConfig):
     the returns' variance after 18 updates, the whitened critic ~0.25 at ``value_lr`` 1e-3
     (negative at 0.01); docs/results/research-notes.md."""
     q_critic: bool = False
-    """Score mode: the critic scores every valid action, Q(s, a), bilinear in whitened hidden
+    """The critic scores every valid action, Q(s, a), bilinear in whitened hidden
     states and the actions' embeddings and trained on the returns of the actions taken; the
     actor is fitted in each visited state, by cross-entropy, to the critic's improved policy
     (``q_step``) instead of the clipped surrogate (``qcritic.py``). On Blackjack with the
     language model alone even the exact policy gradient (no sampling noise) drove every state
     to "stick"; this step moves an unlikely action as much as a likely one
-    (docs/results/research-notes.md)."""
+    (docs/results/research-notes.md). In generate mode (envs with discrete valid actions) each
+    turn is scored again as the action the env took (the parsed answer's, or the fallback's),
+    and the actor is fitted to the targets through each action's canonical answer
+    ``{"action": "NAME"}``: the log-likelihoods themselves, not normalized over the actions,
+    so the fit also moves the probability of answers that parse to none toward those that
+    do."""
     q_step: float = field(default=1.0, metadata=rule(above=0))
     """``q_critic``: the actor is fitted in each state to ``softmax(log pi_old + q_step * c)``,
     ``c`` the centred Q-values scaled to unit root mean square over the batch (``q_target``
@@ -147,8 +155,12 @@ class PPOTrainer(Trainer):
         self.q_head = None
         self._q_memory: deque = deque(maxlen=max(1, self.config.q_window))
         if self.config.q_critic:
-            if self.config.policy.mode != "score":
-                raise ConfigError("q_critic=true needs score mode (it scores every valid action).")
+            policy = self.config.policy
+            if policy.mode == "generate" and policy.normalization != "sum":
+                raise ConfigError(
+                    "q_critic=true in generate mode needs normalization=sum (the actor is "
+                    "fitted to each answer's log-likelihood)."
+                )
             features = self.policy.head.feature_size if self.policy.head is not None else hidden
             embed = self.model.get_input_embeddings().weight.shape[1]
             head = self.q_head = QCritic(features, embed, self.config.policy.head_whiten_eps)
@@ -261,6 +273,8 @@ class PPOTrainer(Trainer):
             return {}
         with self.torch.no_grad():
             samples = self.act([e.final_observation for e in cut], [e.final_info for e in cut])
+            if self.q_head is not None and self.config.policy.mode == "generate":
+                samples = [self.scored(s, (s.valid_actions or [""])[0]) for s in samples]
             values = self.state_values(self.evaluate_samples(samples), samples).tolist()
         return {e.index: v for e, v in zip(cut, values)}
 
@@ -330,10 +344,25 @@ class PPOTrainer(Trainer):
             k += len(out.logprob)
         return chunks
 
+    def scored(self, sample: Any, action: str) -> Any:
+        """``q_critic`` in generate mode: the turn answered by ``sample`` as the score-mode
+        sample of ``action`` (the one the env took), so the critic and the actor's fit see every
+        valid action's canonical answer."""
+        if action not in sample.valid_actions:
+            raise ConfigError(
+                "q_critic=true in generate mode needs an env with discrete valid actions "
+                f"(the env took {action!r}, not one of {sample.valid_actions})."
+            )
+        actions = sample.valid_actions
+        return self.policy.score_sample(sample.messages, actions, actions.index(action))
+
     def update(self, episodes: list[Episode], acted: list[Any] | None = None) -> dict[str, float]:
         torch, cfg = self.torch, self.config
         steps = [s for e in episodes for s in e.steps]
         samples = [s.sample for s in steps]
+        answers = self.q_head is not None and cfg.policy.mode == "generate"
+        if answers:  # each free-text turn as the action the env took
+            samples, acted = [self.scored(s.sample, s.action) for s in steps], None
         n = len(steps)  # the acted samples; with ``mirror`` their mirror images follow
         copies = 2 if cfg.mirror else 1
         if cfg.mirror:
@@ -368,7 +397,7 @@ class PPOTrainer(Trainer):
             samples=samples,
             advantages=adv,
             old_logprobs=old_logp,
-            old_token_logprobs=old_tokens if cfg.policy.mode == "generate" else None,
+            old_token_logprobs=old_tokens if cfg.policy.mode == "generate" and not answers else None,
             values=(old_values - ret_mean) / ret_std,
             returns=(returns - ret_mean) / ret_std,
             ref_logprobs=self.reference_logprobs(samples) if cfg.kl_coef > 0 else None,
@@ -382,7 +411,8 @@ class PPOTrainer(Trainer):
             logratio = out.logprob.float() - mb.old_logprobs
             ratio = logratio.exp()
             if mb.action_coefficients is not None:  # q_critic: cross-entropy to the targets
-                pairs = zip(mb.action_coefficients, out.candidate_logprobs)
+                fitted = out.candidate_scores if answers else out.candidate_logprobs
+                pairs = zip(mb.action_coefficients, fitted)
                 pg_loss = -torch.stack([target @ lp.float() for target, lp in pairs])
             elif mb.old_token_logprobs is not None:  # per-token ratio, averaged per completion
                 token_logratios = [

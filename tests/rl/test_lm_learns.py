@@ -19,6 +19,7 @@ from bandit import (  # noqa: E402
     ContextualBandit,
     ContextualParityBandit,
     register_contextual,
+    register_contextual_fallback,
     register_contextual_parity,
     register_room_value,
 )
@@ -159,10 +160,10 @@ def test_lora_init_from_states_changes_no_output_and_reads_what_states_differ_in
     assert torch.allclose(inside, torch.ones(2, dtype=inside.dtype), atol=1e-6)
 
 
-def test_the_q_critic_scores_each_action_is_restored_and_needs_score_mode(tmp_path):
+def test_the_q_critic_scores_each_action_is_restored_and_needs_sum_scores(tmp_path):
     """``q_critic``: the critic learns each room's paying answer (Q of the rewarded answer
     above the other's in both rooms, whose rewarded answers differ), a restored run gives the
-    same Q-values, and generate mode is refused in one sentence."""
+    same Q-values, and generate mode with per-token scores is refused in one sentence."""
     from llmgym.errors import ConfigError
     from llmgym.rl import restore_trainer
 
@@ -180,14 +181,38 @@ def test_the_q_critic_scores_each_action_is_restored_and_needs_score_mode(tmp_pa
     assert left_a > left_b and right_b > right_a, q(trainer)
     restored = restore_trainer(str(tmp_path))
     assert q(restored) == [pytest.approx(row, abs=1e-5) for row in q(trainer)]
-    with pytest.raises(ConfigError, match="needs score mode"):
-        make_trainer("ppo", **settings | {"mode": "generate", "output_dir": str(tmp_path / "g")})
+    generate = {"mode": "generate", "normalization": "token", "output_dir": str(tmp_path / "g")}
+    with pytest.raises(ConfigError, match="needs normalization=sum"):
+        make_trainer("ppo", **settings | generate)
+
+
+def test_in_generate_mode_the_q_critic_teaches_valid_answers_that_depend_on_the_state(tmp_path):
+    """``q_critic`` in generate mode: the tiny random-init model writes text that parses to no
+    action (the env then takes its fallback, "a"); fitted through each action's canonical
+    answer, it learns to write a valid answer, and the one that pays in each room."""
+    env_id = register_contextual_fallback()
+    settings = FAST | dict(env_id=env_id, mode="generate", max_new_tokens=6, q_critic=True)
+    settings |= dict(q_window=3, q_step=3.0, gae_lambda=1.0, head_layers=[1], learning_rate=3e-3)
+    trainer = make_trainer("ppo", **settings, total_episodes=32 * 24, output_dir=str(tmp_path))
+    info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
+
+    def answers(room: str, greedy: bool = False) -> list[str]:
+        samples = trainer.policy.act([room] * 32, [info] * 32, greedy=greedy)
+        return [s.text for s in samples]
+
+    before = answers("Left room.") + answers("Right room.")
+    assert sum(a in ('{"action": "a"}', '{"action": "b"}') for a in before) < 8, before
+    trainer.train()
+    for room, good in ContextualBandit.ROOMS.items():
+        paid = sum(a == f'{{"action": "{good}"}}' for a in answers(room))
+        assert paid >= 24 and answers(room, greedy=True)[0] == f'{{"action": "{good}"}}', paid
 
 
 def test_the_q_critic_can_read_a_hidden_state_below_lora_that_training_leaves_alone(tmp_path):
     """``head_layers`` without the head: the critics read that hidden state. Read below LoRA's
     layers (here the tiny model's layer 1 of 2, LoRA in the last one) it is the same before and
-    after training, while the policy's scores move; in generate mode it is refused."""
+    after training, while the policy's scores move; in generate mode without the q_critic it
+    is refused."""
     from llmgym.errors import ConfigError
 
     settings = (
@@ -206,5 +231,6 @@ def test_the_q_critic_can_read_a_hidden_state_below_lora_that_training_leaves_al
         after = trainer.evaluate_samples(samples)
     assert torch.allclose(after.hidden, before.hidden, atol=1e-5)
     assert not torch.allclose(after.logprob, before.logprob, atol=1e-3)
+    generate = {"mode": "generate", "q_critic": False, "output_dir": str(tmp_path / "g")}
     with pytest.raises(ConfigError, match="head_layers .* needs score mode"):
-        make_trainer("ppo", **settings | {"mode": "generate", "output_dir": str(tmp_path / "g")})
+        make_trainer("ppo", **settings | generate)

@@ -71,6 +71,20 @@ def register_contextual() -> str:
     return _registered("LLMGymTest-ContextualBandit-v0", ContextualBandit)
 
 
+class ContextualFallbackBandit(ContextualBandit):
+    """``ContextualBandit`` where an answer that names no action takes "a", as a text env
+    takes its parser's fallback (generate-mode tests: a random model rarely names one)."""
+
+    def step(self, action: str):
+        if '"a"' not in action and '"b"' not in action:
+            action = '{"action": "a"}'
+        return super().step(action)
+
+
+def register_contextual_fallback() -> str:
+    return _registered("LLMGymTest-ContextualFallbackBandit-v0", ContextualFallbackBandit)
+
+
 class RoomValueBandit(ContextualBandit):
     """Every answer pays 1 in "Left room." and 0 in "Right room.": the state's value differs,
     the actions' do not (for critic tests)."""
