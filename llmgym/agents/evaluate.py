@@ -35,10 +35,20 @@ from llmgym.rollout import MAX_ENVS, Episode, check_count
 MODES = ("score", "generate")
 
 
+def acting_mode(agent: Any, mode: str | None) -> str:
+    """The mode ``agent`` acts in: its LLM policy's, else ``mode`` (score by default).
+
+    >>> acting_mode(object(), None), acting_mode(object(), "generate")
+    ('score', 'generate')
+    """
+    config = getattr(getattr(agent, "policy", None), "config", None)
+    return getattr(config, "mode", None) or mode or "score"
+
+
 def evaluate(
     env_id: str,
     agent: str | TextAgent,
-    mode: str = "score",
+    mode: str | None = None,
     episodes: int = 10,
     num_envs: int = 8,
     seed: int = 0,
@@ -63,7 +73,7 @@ def evaluate(
         raise ConfigError(
             f"Unknown environment {env_id!r}; run `llmgym envs` to list the text envs."
         )
-    if mode not in MODES:
+    if mode is not None and mode not in MODES:
         raise ConfigError(f"Unknown mode {mode!r}; use score or generate.")
     if episodes < 1 or num_envs < 1:
         raise ConfigError("episodes and num_envs must be at least 1.")
@@ -103,7 +113,7 @@ def evaluate(
     result = {
         "env_id": env_id,
         "agent": name,
-        "mode": mode,
+        "mode": acting_mode(agent, mode),
         "episodes": episodes,
         "num_envs": num_envs,
         "seed": seed,
@@ -139,7 +149,7 @@ def _write(result: dict[str, Any], output: str | Path | None) -> None:
 def evaluate_exact(
     env_id: str,
     agent: str | TextAgent,
-    mode: str = "score",
+    mode: str | None = None,
     seed: int = 0,
     output: str | Path | None = None,
     env_kwargs: dict[str, Any] | None = None,
@@ -158,7 +168,7 @@ def evaluate_exact(
     reason = exact_unsupported_reason(env_id, env_kwargs)
     if reason is not None:
         raise ConfigError(reason)
-    if mode not in MODES:
+    if mode is not None and mode not in MODES:
         raise ConfigError(f"Unknown mode {mode!r}; use score or generate.")
     if agent_options.pop("history", None):
         raise ConfigError("--exact evaluates a Markov policy; drop --history.")
@@ -171,7 +181,7 @@ def evaluate_exact(
     result = {
         "env_id": env_id,
         "agent": name,
-        "mode": mode,
+        "mode": acting_mode(agent, mode),
         "exact": True,
         "env_kwargs": dict(env_kwargs or {}),
         "mean_return": exact.value,

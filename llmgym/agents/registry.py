@@ -176,14 +176,15 @@ def _llm(
     argument: str,
     env_id: str,
     *,
-    mode: str = "score",
+    mode: str | None = None,
     seed: int = 0,
     device: str = "auto",
     env_kwargs: Any = None,
     **config: Any,
 ) -> LLMAgent:
     """``llm:MODEL[@CHECKPOINT][,key=value...]``: the options after commas override ``config``
-    (``llm:smollm2-135m,mode=generate,temperature=0.7``)."""
+    (``llm:smollm2-135m,mode=generate,temperature=0.7``). A trained policy acts in the mode it
+    was trained in unless ``mode`` (or ``,mode=``) chooses one; a model, in score mode."""
     from llmgym.policy import LLMPolicy
     from llmgym.policy.models import DEFAULT_MODEL, load_model, load_tokenizer
 
@@ -200,7 +201,10 @@ def _llm(
         from llmgym.rl import load_trained_policy
 
         try:
-            policy = load_trained_policy(checkpoint, device=device, policy_config=policy_config)
+            chosen = mode is not None or ",mode=" in argument.replace(" ", "")
+            policy = load_trained_policy(
+                checkpoint, device=device, policy_config=policy_config, keep_mode=not chosen
+            )
         except TrainingError as error:  # not a run, or a damaged one: one sentence
             raise AgentError(str(error)) from None
         return LLMAgent(policy, name=f"llm:{argument}")

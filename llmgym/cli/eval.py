@@ -31,7 +31,9 @@ def eval_command(
     agent: str = typer.Option(
         "llm:smollm2-135m", help="random, or llm:MODEL (a short name, Hub id or directory)."
     ),
-    mode: str = typer.Option("score", help="LLM acting mode: score or generate."),
+    mode: str | None = typer.Option(
+        None, help="LLM acting mode: score or generate (default: a trained policy's, else score)."
+    ),
     episodes: int = typer.Option(20, min=1, help="Episodes to run (episode j has seed S+j)."),
     num_envs: int = typer.Option(8, min=1, help="Envs acted for in one batched call."),
     seed: int = typer.Option(

@@ -7,6 +7,8 @@ warm start in ``sft.py``. ``make_trainer("ppo", env_id=..., ...)`` builds one by
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any
 
 from llmgym.errors import ConfigError
@@ -65,15 +67,20 @@ def load_trained(checkpoint: str, device: str = "auto") -> tuple[Any, Any]:
     return trainer.model.eval(), trainer.tokenizer
 
 
-def load_trained_policy(checkpoint: str, device: str = "auto", policy_config: Any = None) -> Any:
+def load_trained_policy(
+    checkpoint: str, device: str = "auto", policy_config: Any = None, keep_mode: bool = False
+) -> Any:
     """The ``LLMPolicy`` a run trained (adapters and action head restored), ready to act;
-    ``policy_config`` replaces its ``PolicyConfig`` (e.g. greedy evaluation). Features are
-    memoised per prompt: the weights no longer change."""
+    ``policy_config`` replaces its ``PolicyConfig`` (e.g. greedy evaluation), with the mode the
+    run trained in where ``keep_mode``. Features are memoised per prompt: the weights no longer
+    change."""
     trainer = restore_trainer(checkpoint, device)
     policy = trainer.policy
     if policy_config is not None:
         from llmgym.policy import LLMPolicy
 
+        if keep_mode:
+            policy_config = dataclasses.replace(policy_config, mode=policy.config.mode)
         policy = LLMPolicy(trainer.model, trainer.tokenizer, policy_config, head=policy.head)
     policy.model = trainer.model.eval()
     if policy.head is not None:

@@ -66,3 +66,20 @@ def test_the_best_evaluation_is_kept_and_survives_resume_and_not_a_fresh_run(tmp
     fresh.train()
     assert fresh.best_eval["iteration"] == 1
     assert json.loads((best_dir / "trainer_state.json").read_text())["best_eval"]["value"] < 2.0
+
+
+def test_a_trained_policy_acts_in_its_own_mode_unless_one_is_chosen(tmp_path):
+    """A policy trained in generate mode is evaluated in generate mode by ``llm:MODEL@DIR``
+    (``llmgym eval``, the bench); ``mode=`` or ``,mode=`` still chooses."""
+    from llmgym.agents.evaluate import evaluate
+    from llmgym.agents.registry import make_agent
+
+    settings = SETTINGS | dict(mode="generate", max_new_tokens=4, eval_every=0)
+    trainer = make_trainer("ppo", **settings, total_env_steps=4, output_dir=str(tmp_path))
+    trainer.train()
+    name = f"llm:tiny@{tmp_path}"
+    assert make_agent(name, SETTINGS["env_id"]).policy.config.mode == "generate"
+    assert make_agent(name, SETTINGS["env_id"], mode="score").policy.config.mode == "score"
+    assert make_agent(name + ",mode=score", SETTINGS["env_id"]).policy.config.mode == "score"
+    result = evaluate(SETTINGS["env_id"], name, episodes=2, num_envs=2, progress=False)
+    assert result["mode"] == "generate"
