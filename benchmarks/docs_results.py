@@ -95,6 +95,12 @@ GOALS = [
         lambda r: r["eval_value"] >= -0.08 and r["episodes"] <= 4000,
     ),
     Goal(
+        "Blackjack, generate mode, the LM alone (`q_critic`)",
+        "blackjack-lm-gen-s",
+        "exact value >= -0.10 within 4,000 episodes, parse rate >= 0.99",
+        lambda r: r["eval_value"] >= -0.10 and r["episodes"] <= 4000 and r["parse_rate"] >= 0.99,
+    ),
+    Goal(
         "FrozenLake, not slippery",
         "frozenlake-noslip-ppo-s",
         "success 1.0 within 1,000 episodes",
@@ -102,7 +108,7 @@ GOALS = [
     ),
     Goal(
         "FrozenLake, not slippery, the LM alone (`q_critic`)",
-        "frozenlake-lm-ppo-s",
+        "frozenlake-lm-ppo-g08-s",
         "success 1.0 within 2,000 episodes",
         lambda r: r["eval_value"] >= 1.0 - 1e-9 and r["episodes"] <= 2000,
     ),
