@@ -105,7 +105,9 @@ ALL=(blackjack-ppo-s0 blackjack-ppo-s1 blackjack-ppo-s2 blackjack-grpo-s0 blackj
      cartpole-ppo-noprior-s0 cartpole-ppo-mirror-noprior-s0 cartpole-ppo-layer8-s0
      cartpole-ppo-layer8-s1 cartpole-ppo-layer8g-s0 cartpole-ppo-layer8g-s1
      cartpole-ppo-layer8g-s2 blackjack-lm-ppo-s0 blackjack-lm-ppo-s1 blackjack-lm-ppo-s2
-     frozenlake-lm-ppo-s0 frozenlake-lm-ppo-s1 frozenlake-lm-ppo-s2 blackjack-lm-gen-s0)
+     frozenlake-lm-ppo-s0 frozenlake-lm-ppo-s1 frozenlake-lm-ppo-s2 frozenlake-lm-ppo-g08-s0
+     frozenlake-lm-ppo-g08-s1 frozenlake-lm-ppo-g08-s2 blackjack-lm-gen-s0 blackjack-lm-gen-s1
+     blackjack-lm-gen-s2)
 if [ -n "${SNAPSHOT:-}" ]; then
   for name in "$@"; do snapshot "$name"; done
   exit 0
