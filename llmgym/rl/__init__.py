@@ -8,7 +8,6 @@ warm start in ``sft.py``. ``make_trainer("ppo", env_id=..., ...)`` builds one by
 from __future__ import annotations
 
 import dataclasses
-
 from typing import Any
 
 from llmgym.errors import ConfigError

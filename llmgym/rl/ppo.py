@@ -397,7 +397,7 @@ class PPOTrainer(Trainer):
             samples=samples,
             advantages=adv,
             old_logprobs=old_logp,
-            old_token_logprobs=old_tokens if cfg.policy.mode == "generate" and not answers else None,
+            old_token_logprobs=None if answers or cfg.policy.mode == "score" else old_tokens,
             values=(old_values - ret_mean) / ret_std,
             returns=(returns - ret_mean) / ret_std,
             ref_logprobs=self.reference_logprobs(samples) if cfg.kl_coef > 0 else None,
