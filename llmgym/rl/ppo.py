@@ -134,6 +134,14 @@ class PPOConfig(TrainConfig):
     """Also train on each state's mirror image with the mirrored action and the same advantage
     (envs whose catalog entry declares a mirror symmetry: CartPole; see ``mirror.py``)."""
 
+    def _check_own_fields(self) -> None:
+        super()._check_own_fields()
+        if self.q_critic and self.policy.mode == "generate" and self.policy.normalization != "sum":
+            raise ConfigError(
+                "q_critic=true in generate mode needs normalization=sum (the actor is fitted "
+                "to each answer's log-likelihood)."
+            )
+
 
 class PPOTrainer(Trainer):
     """PPO with a value head on the last prompt token; see the module docstring."""
@@ -155,12 +163,6 @@ class PPOTrainer(Trainer):
         self.q_head = None
         self._q_memory: deque = deque(maxlen=max(1, self.config.q_window))
         if self.config.q_critic:
-            policy = self.config.policy
-            if policy.mode == "generate" and policy.normalization != "sum":
-                raise ConfigError(
-                    "q_critic=true in generate mode needs normalization=sum (the actor is "
-                    "fitted to each answer's log-likelihood)."
-                )
             features = self.policy.head.feature_size if self.policy.head is not None else hidden
             embed = self.model.get_input_embeddings().weight.shape[1]
             head = self.q_head = QCritic(features, embed, self.config.policy.head_whiten_eps)
@@ -273,7 +275,7 @@ class PPOTrainer(Trainer):
             return {}
         with self.torch.no_grad():
             samples = self.act([e.final_observation for e in cut], [e.final_info for e in cut])
-            if self.q_head is not None and self.config.policy.mode == "generate":
+            if self.scores_answers:
                 samples = [self.scored(s, (s.valid_actions or [""])[0]) for s in samples]
             values = self.state_values(self.evaluate_samples(samples), samples).tolist()
         return {e.index: v for e, v in zip(cut, values)}
@@ -344,6 +346,11 @@ class PPOTrainer(Trainer):
             k += len(out.logprob)
         return chunks
 
+    @property
+    def scores_answers(self) -> bool:
+        """``q_critic`` in generate mode: each turn is scored again as the action taken."""
+        return self.q_head is not None and self.config.policy.mode == "generate"
+
     def scored(self, sample: Any, action: str) -> Any:
         """``q_critic`` in generate mode: the turn answered by ``sample`` as the score-mode
         sample of ``action`` (the one the env took), so the critic and the actor's fit see every
@@ -360,7 +367,7 @@ class PPOTrainer(Trainer):
         torch, cfg = self.torch, self.config
         steps = [s for e in episodes for s in e.steps]
         samples = [s.sample for s in steps]
-        answers = self.q_head is not None and cfg.policy.mode == "generate"
+        answers = self.scores_answers
         if answers:  # each free-text turn as the action the env took
             samples, acted = [self.scored(s.sample, s.action) for s in steps], None
         n = len(steps)  # the acted samples; with ``mirror`` their mirror images follow
