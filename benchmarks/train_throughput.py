@@ -10,7 +10,10 @@ Three configurations on Text-Blackjack-v1 and Text-CartPole-v1, each in its own 
 * ``score-head-layer8``: ``score-head`` with the head alone (``lm_prior=false``) on hidden
   state 8, so each forward stops after 8 of the 30 decoder layers (not in the default set);
 * ``score-lora4-head``: ``score-lora-head`` with LoRA in the last 4 layers instead of 8 (a
-  recipe change: half the layers the update runs; not in the default set).
+  recipe change: half the layers the update runs; not in the default set);
+* ``score-lora-head-bf16``: ``score-lora-head`` with the model's weights in bfloat16 (the LoRA
+  weights stay fp32; a precision change, compared with ``score-lora-head``'s fp32 old path
+  where that ran; not in the default set).
 
 Each iteration runs ``trainer.run_iteration()`` (collect ``episodes_per_update`` episodes,
 one PPO update; no evaluation, no checkpoint). ``--paths old new`` runs each configuration
@@ -75,6 +78,12 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "action_head": True,
         "lora_layers": 4,
     },
+    "score-lora-head-bf16": {
+        "mode": "score",
+        "train_backbone": True,
+        "action_head": True,
+        "dtype": "bfloat16",
+    },
 }
 COMMON = {"update_epochs": 4, "temperature": 2.0, "ent_coef": 0.05}
 #: Episodes per iteration: Blackjack episodes last ~1.5 steps, CartPole ones ~20.
@@ -96,6 +105,7 @@ REPORTED_FIELDS = (
     "minibatch_size",
     "prefix_cache_grad",
     "max_new_tokens",
+    "dtype",
 )
 
 
@@ -369,12 +379,15 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def speedups(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
-    """The new path against the old one for each (env, config) run both ways: how many times
-    faster the update (update env steps/s) and the whole iteration (env steps/s) are."""
+    """The new path against the old one for each (env, config) run both ways (a ``-bf16``
+    config against its fp32 config's old path where that ran): how many times faster the
+    update (update env steps/s) and the whole iteration (env steps/s) are."""
     found = {(r["env_id"], r["config"], r.get("path")): r["summary"] for r in rows}
     out = []
     for (env_id, name, path), new in found.items():
-        old = found.get((env_id, name, "old"))
+        old = found.get((env_id, name.removesuffix("-bf16"), "old")) or found.get(
+            (env_id, name, "old")
+        )
         if path != "new" or old is None:
             continue
         out.append(

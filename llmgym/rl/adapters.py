@@ -32,6 +32,7 @@ import numpy as np
 
 from llmgym.errors import ExportError
 from llmgym.files import atomic_dir
+from llmgym.rl.weights import lora_state
 
 
 def fold_adapters(states: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -62,10 +63,9 @@ def _concatenate(state: dict[str, Any]) -> Any:
 def write_adapter(trainer: Any, out: str | Path) -> None:
     """Write ``trainer``'s LoRA weights (merged adapters folded in) as a PEFT adapter directory
     ``out``; also what a trainer acting through vLLM hot-loads after each update."""
-    from peft import get_peft_model_state_dict
     from safetensors.torch import save_file
 
-    current = {k: v.detach().cpu() for k, v in get_peft_model_state_dict(trainer.model).items()}
+    current = {k: v.detach().cpu() for k, v in lora_state(trainer.model).items()}
     states = [*trainer.weights.merged_adapters, current]
     lora = copy.deepcopy(trainer.model.peft_config["default"])
     lora.r *= len(states)

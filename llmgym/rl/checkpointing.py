@@ -22,6 +22,7 @@ from llmgym.errors import TrainingError
 from llmgym.files import WRITE_ERRORS, atomic_dir, output_error, write_text
 from llmgym.rl import checkpoints
 from llmgym.rl.logger import library_versions
+from llmgym.rl.weights import lora_state
 
 REF_HEAD_FILE = "reference_head.safetensors"
 TRAINING_STATS = ("count", "total", "outer")  # the whitener's statistics: only for training
@@ -205,9 +206,7 @@ class Checkpointing:
         if not self.config.optim.train_backbone:
             return {}
         if self.config.lora.enabled:
-            from peft import get_peft_model_state_dict
-
-            return get_peft_model_state_dict(self.model)
+            return lora_state(self.model)
         state, seen = {}, set()
         for key, value in self.model.state_dict().items():
             if value.data_ptr() not in seen:  # a tied weight (lm_head = embeddings) once

@@ -122,9 +122,7 @@ class Weights:
         if not self.config.lora.enabled:
             self.ref_model = None
             return model
-        from peft import get_peft_model_state_dict
-
-        state = {k: v.detach().cpu().clone() for k, v in get_peft_model_state_dict(model).items()}
+        state = {k: v.detach().cpu().clone() for k, v in lora_state(model).items()}
         return self.merge(model, state)
 
     def merge(self, model: Any, state: dict[str, Any]) -> Any:
@@ -268,11 +266,21 @@ def init_lora_from_states(
     return len(modules)
 
 
+def lora_state(model: Any) -> dict[str, Any]:
+    """The LoRA weights of a peft ``model`` (``get_peft_model_state_dict``). llmgym never
+    resizes the vocabulary, so the embedding layers are left out without peft's check, which
+    looks the base model up on the Hub (a warning on every save when offline)."""
+    from peft import get_peft_model_state_dict
+
+    return get_peft_model_state_dict(model, save_embedding_layers=False)
+
+
 __all__ = [
     "Weights",
     "as_list",
     "default_lora_targets",
     "init_lora_from_states",
+    "lora_state",
     "lora_targets",
     "sample_key",
 ]

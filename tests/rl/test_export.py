@@ -155,3 +155,23 @@ def test_a_full_fine_tune_exports_merged_into_a_new_directory(tmp_path):
     untrained = _logprobs(LLMPolicy(*tiny_model(0), _config("score")))
     np.testing.assert_allclose(exported, _logprobs(_trained(run)), atol=1e-4)
     assert np.abs(exported - untrained).max() > 1e-3
+
+
+def test_saving_lora_weights_offline_looks_nothing_up(tmp_path, monkeypatch):
+    """A checkpoint and an adapter of a model named by a Hub id save without peft's Hub check
+    (which warned on every save when offline)."""
+    import warnings
+
+    from llmgym.rl.adapters import write_adapter
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    trainer = make_trainer(
+        "reinforce", **FAST, total_episodes=8, output_dir=str(tmp_path), action_head=False
+    )
+    trainer.model.peft_config["default"].base_model_name_or_path = "no-such-org/no-such-model"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.save_checkpoint()
+        write_adapter(trainer, tmp_path / "adapter")
+    assert not [w for w in caught if "Could not find a config file" in str(w.message)]
+    assert (tmp_path / "adapter" / "adapter_model.safetensors").is_file()
