@@ -449,9 +449,9 @@ class Trainer(UpdateSteps, Checkpointing):
     # ---- diagnostics -----------------------------------------------------------------------
 
     def say(self, message: str, pbar: Any = None) -> None:
-        """Print ``message`` (above the progress bar) when the run shows progress; one process
-        speaks for all."""
-        if not (self.config.run.progress and self.processes.is_main):
+        """Print ``message`` (above the progress bar, if one is shown); one process speaks for
+        all. ``run.progress=false`` (``--no-progress``) hides the bar, not these lines."""
+        if not self.processes.is_main:
             return
         if pbar is not None:
             pbar.write(message)

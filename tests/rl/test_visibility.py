@@ -60,3 +60,15 @@ def test_no_start_eval_skips_the_start_evaluation(tmp_path, capsys):
     assert "Start evaluation" not in text and "iter 0:" not in text
     assert "(before training not evaluated;" in " ".join(text.split())
     assert json.loads((out / "result.json").read_text())["start_value"] is None
+
+
+def test_no_progress_hides_the_bar_but_not_the_evaluations(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    args = ["train", BANDIT, *ARGS, "--eval-every", "1", "--no-progress", "--output", out]
+    result = CliRunner().invoke(app, [*args, "--steps", "8"])
+    assert result.exit_code == 0, result.output
+    text = result.output + capsys.readouterr().out
+    assert "iter 0: eval return" in text and "iter 1 (4 env steps): eval return" in text
+    result = CliRunner().invoke(app, [*args, "--steps", "12", "--resume"])
+    assert result.exit_code == 0, result.output
+    assert "Resumed from " in result.output + capsys.readouterr().out
