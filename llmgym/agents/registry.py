@@ -186,7 +186,7 @@ def _llm(
     (``llm:smollm2-135m,mode=generate,temperature=0.7``). A trained policy acts in the mode it
     was trained in unless ``mode`` (or ``,mode=``) chooses one; a model, in score mode."""
     from llmgym.policy import LLMPolicy
-    from llmgym.policy.models import DEFAULT_MODEL, load_model, load_tokenizer
+    from llmgym.policy.models import DEFAULT_MODEL, load_model_for, load_tokenizer
 
     model_name, checkpoint, policy_config = parse_llm_name(argument, mode=mode, seed=seed, **config)
     if policy_config.backend == "vllm":  # the server holds the weights: load the tokenizer
@@ -203,12 +203,16 @@ def _llm(
         try:
             chosen = mode is not None or ",mode=" in argument.replace(" ", "")
             policy = load_trained_policy(
-                checkpoint, device=device, policy_config=policy_config, keep_mode=not chosen
+                checkpoint,
+                device=device,
+                policy_config=policy_config,
+                keep_mode=not chosen,
+                model=model_name,
             )
         except TrainingError as error:  # not a run, or a damaged one: one sentence
             raise AgentError(str(error)) from None
         return LLMAgent(policy, name=f"llm:{argument}")
-    model, tokenizer = load_model(model_name or DEFAULT_MODEL, device=device)
+    model, tokenizer = load_model_for(model_name or DEFAULT_MODEL, device=device)
     # The weights never change while an agent plays: each distinct prompt's candidate scores
     # are computed once (a state seen again, as on the toy-text grids, costs no forward pass).
     policy = LLMPolicy(model, tokenizer, policy_config, memoize=True)

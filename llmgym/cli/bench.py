@@ -19,16 +19,11 @@ import typer
 from typer.core import TyperCommand
 
 from llmgym.agents.registry import check_agent_name, split_agent_names
-from llmgym.cli.checks import check_cache, check_output_dir, fail
+from llmgym.cli.checks import check_cache, check_output_dir, fail, missing_extra
 from llmgym.envs.registration import base_env_id
 from llmgym.errors import AgentError, ConfigError, OutputError, RayBenchError
 from llmgym.rl.config import MAX_THREADS
 from llmgym.rollout import MAX_ENVS, MAX_TIMESTEPS, check_count
-
-
-def _missing(err: ModuleNotFoundError) -> typer.Exit:
-    return fail(f'{err.name} is not installed: pip install "llmgym[baselines]".')
-
 
 #: What a bare ``--ray`` means: the Ray session ``ray.init()`` finds or starts on this machine.
 RAY_LOCAL = "local"
@@ -124,7 +119,7 @@ def register(app: typer.Typer) -> None:
 
             from llmgym.baselines import sb3
         except ModuleNotFoundError as err:
-            raise _missing(err) from None
+            raise missing_extra(err, "Training SB3") from None
         torch.set_num_threads(threads)
         import gymnasium as gym
 
@@ -139,7 +134,7 @@ def register(app: typer.Typer) -> None:
         except (AgentError, OutputError) as err:
             raise fail(str(err)) from None
         except ModuleNotFoundError as err:
-            raise _missing(err) from None
+            raise missing_extra(err, "Training SB3") from None
         config = sb3.config_for(base_id, algo)
         verb = "Reused cached" if cached else f"Trained in {time.perf_counter() - start:.0f} s:"
         typer.echo(f"{verb} {path}")
@@ -279,7 +274,7 @@ def register(app: typer.Typer) -> None:
                         on_skip=on_skip,
                     )
         except ModuleNotFoundError as err:
-            raise _missing(err) from None
+            raise missing_extra(err, "The bench") from None
         except (ValueError, OSError, RayBenchError) as err:  # AgentError, a missing model,
             # a damaged file, a Ray cluster that cannot be reached or lost a task for good
             raise fail(str(err).splitlines()[0] if str(err) else type(err).__name__) from None
@@ -289,8 +284,15 @@ def register(app: typer.Typer) -> None:
         if skipped and len(skipped) == len(env_ids) * len(names):  # nothing could be played
             raise fail(f"No agent asked for can play these envs ({skipped[0].rstrip('.')}).")
         try:
-            stats = write_report(out, env_ids, names, command)
+            chart = importlib.util.find_spec("matplotlib") is not None
+            stats = write_report(out, env_ids, names, command, chart=chart)
         except OSError as err:  # OutputError: a full disk or a read-only folder
             raise fail(str(err).splitlines()[0] if str(err) else type(err).__name__) from None
         typer.echo(markdown_table(stats))
-        typer.echo(f"Wrote {out / 'leaderboard.md'} and {out / 'leaderboard.png'}")
+        if chart:
+            typer.echo(f"Wrote {out / 'leaderboard.md'} and {out / 'leaderboard.png'}")
+        else:
+            typer.echo(
+                f"Wrote {out / 'leaderboard.md'}; no chart: matplotlib is not installed "
+                "(pip install 'llmgym[baselines]')."
+            )

@@ -41,6 +41,36 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+#: The extra (``pip install 'llmgym[EXTRA]'``) that installs each optional top-level module.
+EXTRAS = {
+    **dict.fromkeys(
+        ("torch", "transformers", "peft", "accelerate", "gguf", "safetensors", "tensorboard"),
+        "train",
+    ),
+    **dict.fromkeys(("stable_baselines3", "matplotlib", "tqdm"), "baselines"),
+    **dict.fromkeys(("trl", "datasets"), "trl"),
+    **dict.fromkeys(("reasoning_gym", "minigrid"), "lang"),
+    **dict.fromkeys(("openenv", "uvicorn"), "openenv"),
+    "textworld": "textworld",
+    "ray": "ray",
+}
+
+
+def missing_extra(error: ImportError, what: str) -> typer.Exit:
+    """``fail`` with the extra that installs the module ``error`` found missing.
+
+    Example:
+        >>> missing_extra(ModuleNotFoundError("x", name="torch"), "This agent").exit_code
+        2
+
+    (``Error: This agent needs torch, which is not installed: pip install 'llmgym[train]'.``
+    on stderr.)
+    """
+    module = (error.name or "").split(".")[0] or "an optional package"
+    extra = EXTRAS.get(module, "all")
+    return fail(f"{what} needs {module}, which is not installed: pip install 'llmgym[{extra}]'.")
+
+
 class OneLineErrors(TyperGroup):
     """The ``llmgym`` app's group: a usage error (an unknown option, a value of the wrong type
     or out of its range, a missing argument) is one line on stderr, ``Error: ...``, with exit

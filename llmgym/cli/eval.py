@@ -22,6 +22,7 @@ from llmgym.cli.checks import (
     check_output_file,
     fail,
     key_values,
+    missing_extra,
 )
 from llmgym.errors import AgentError, OutputError
 
@@ -29,7 +30,9 @@ from llmgym.errors import AgentError, OutputError
 def eval_command(
     env_id: str = typer.Argument(..., help="A text env id, e.g. Text-Blackjack-v1."),
     agent: str = typer.Option(
-        "llm:smollm2-135m", help="random, or llm:MODEL (a short name, Hub id or directory)."
+        "llm:smollm2-135m",
+        help="random, optimal, sb3-ppo, sb3-dqn, sb3-a2c, llm:MODEL (a short name, Hub id or "
+        "directory), or llm:MODEL@RUN_DIR (a trained run or policy directory).",
     ),
     mode: str | None = typer.Option(
         None, help="LLM acting mode: score or generate (default: a trained policy's, else score)."
@@ -89,6 +92,8 @@ def eval_command(
         )
     except (AgentError, OutputError) as error:  # OutputError: --output cannot be written
         raise fail(str(error)) from None
+    except ImportError as error:  # the agent needs an extra that is not installed
+        raise missing_extra(error, f"Agent {agent!r}") from None
     except ValueError as error:  # unknown env, mode, model (ModelNotFoundError), option values
         raise fail(str(error).splitlines()[0]) from None
     Console(highlight=False).print(format_result(result))

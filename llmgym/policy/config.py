@@ -428,6 +428,25 @@ def check_feature_layers(policy: PolicySection, turns_scored: bool) -> None:
         )
 
 
+def check_vllm_training(policy: PolicySection, train_backbone: bool) -> None:
+    """What cannot train through vLLM (``policy.backend == "vllm"``): an action head (vLLM
+    returns no hidden states) and a frozen language model (nothing to sync). LoRA adapters are
+    hot-loaded after each update, a full fine-tune reloaded whole."""
+    if policy.backend != "vllm":
+        return
+    if policy.action_head and policy.mode == "score":
+        raise ConfigError(
+            "vLLM returns log-probs, not hidden states, so a policy with an action head "
+            "cannot act through it; train with `--set action_head=false` to use the vllm backend."
+        )
+    if not train_backbone:
+        raise ConfigError(
+            "Training through vLLM syncs the language model's weights after each update, so "
+            "it needs train_backbone=true (LoRA or a full fine-tune); a frozen model trains "
+            "with the hf backend."
+        )
+
+
 __all__ = [
     "DEVICES",
     "DTYPES",
@@ -438,6 +457,7 @@ __all__ = [
     "Rule",
     "check_feature_layers",
     "check_fields",
+    "check_vllm_training",
     "field_docs",
     "is_device",
     "rule",

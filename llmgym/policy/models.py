@@ -102,6 +102,23 @@ def get_model_defaults(name: str) -> ModelDefaults:
     return ModelDefaults(hub_id=name)
 
 
+def same_model(a: str, b: str) -> bool:
+    """Whether two model names (short names, Hub ids, local directories) name one model.
+
+    Example:
+        >>> same_model("smollm2-135m", "HuggingFaceTB/SmolLM2-135M-Instruct")
+        True
+        >>> same_model("tiny", "smollm2-135m")
+        False
+    """
+
+    def key(name: str) -> str:
+        path = Path(name).expanduser()
+        return str(path.resolve()) if path.is_dir() else get_model_defaults(name).hub_id
+
+    return a == b or key(a) == key(b)
+
+
 def cache_dir() -> Path:
     """Where converted models live: ``$LLMGYM_CACHE`` or ``~/.cache/llmgym``."""
     return Path(os.environ.get("LLMGYM_CACHE") or Path.home() / ".cache" / "llmgym")
@@ -401,4 +418,5 @@ __all__ = [
     "prepare_tokenizer",
     "resolve_device",
     "resolve_dtype",
+    "same_model",
 ]

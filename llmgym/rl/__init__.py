@@ -67,13 +67,27 @@ def load_trained(checkpoint: str, device: str = "auto") -> tuple[Any, Any]:
 
 
 def load_trained_policy(
-    checkpoint: str, device: str = "auto", policy_config: Any = None, keep_mode: bool = False
+    checkpoint: str,
+    device: str = "auto",
+    policy_config: Any = None,
+    keep_mode: bool = False,
+    model: str | None = None,
 ) -> Any:
     """The ``LLMPolicy`` a run trained (adapters and action head restored), ready to act;
     ``policy_config`` replaces its ``PolicyConfig`` (e.g. greedy evaluation), with the mode the
-    run trained in where ``keep_mode``. Features are memoised per prompt: the weights no longer
-    change."""
+    run trained in where ``keep_mode``. ``model``: the base model the caller names, refused
+    (``TrainingError``) when the run trained another. Features are memoised per prompt: the
+    weights no longer change."""
+    from llmgym.errors import TrainingError
+    from llmgym.policy.models import same_model
+
     trainer = restore_trainer(checkpoint, device)
+    trained = trainer.config.policy.model
+    if model and not same_model(model, trained):
+        raise TrainingError(
+            f"The policy at {checkpoint!r} was trained on {trained!r}, not {model!r}; "
+            f"pass llm:{trained}@{checkpoint}."
+        )
     policy = trainer.policy
     if policy_config is not None:
         from llmgym.policy import LLMPolicy

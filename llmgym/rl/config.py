@@ -24,19 +24,21 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from llmgym.envs.registration import check_env_kwargs
-from llmgym.errors import ConfigError, TrainingError
+from llmgym.errors import TrainingError
 from llmgym.policy.config import (
     Checked,
     PolicySection,
     Rule,
     check_feature_layers,
     check_fields,
+    check_vllm_training,
     field_docs,
     is_device,
     rule,
@@ -342,10 +344,7 @@ class TrainConfig:
                 if _known(cls, name, sub):
                     (sections[name] if sub else top)[sub or name] = item
                 elif strict:
-                    raise TrainingError(
-                        f"Unknown config key {key!r}; see {cls.__name__} and its sections "
-                        f"({', '.join(SECTIONS)}: policy.temperature=0.7)."
-                    )
+                    raise unknown_key(cls, key)
         if strict and sections["policy"].keys() & {"greedy", "seed"}:
             raise TrainingError(
                 "policy.greedy and policy.seed are set by the trainer, not the config."
@@ -385,32 +384,12 @@ class TrainConfig:
         self._check_own_fields()
         if self.run.env_kwargs:  # the env is made once with them (a bad map name, a typo)
             check_env_kwargs(self.run.env_id, self.run.env_kwargs)
-        _check_vllm_training(self)
+        check_vllm_training(self.policy, train_backbone=self.optim.train_backbone)
 
     def _check_own_fields(self) -> None:
         """The fields outside the sections (``min_entropy`` and the algorithm's) against their
         types and rules."""
         check_fields(self, rules=ALGORITHM_RULES, skip=SECTIONS)
-
-
-def _check_vllm_training(config: TrainConfig) -> None:
-    """What cannot train through vLLM (``policy.backend == "vllm"``): an action head (vLLM
-    returns no hidden states) and a frozen language model (nothing to sync). LoRA adapters are
-    hot-loaded after each update, a full fine-tune reloaded whole."""
-    policy = config.policy
-    if policy.backend != "vllm":
-        return
-    if policy.action_head and policy.mode == "score":
-        raise ConfigError(
-            "vLLM returns log-probs, not hidden states, so a policy with an action head "
-            "cannot act through it; train with `--set action_head=false` to use the vllm backend."
-        )
-    if not config.optim.train_backbone:
-        raise ConfigError(
-            "Training through vLLM syncs the language model's weights after each update, so "
-            "it needs train_backbone=true (LoRA or a full fine-tune); a frozen model trains "
-            "with the hf backend."
-        )
 
 
 def default_value(cls: type, key: str) -> Any:
@@ -469,7 +448,7 @@ def flat_view(values: dict[str, Any]) -> dict[str, Any]:
 def _owner(cls: type, key: str) -> tuple[type, str, str]:
     """(the dataclass that holds a dotted or flat key of ``cls``, its field, the dotted key)."""
     if not is_key(cls, key):
-        raise TrainingError(f"Unknown config key {key!r}; see {cls.__name__} and its sections.")
+        raise unknown_key(cls, key)
     dotted = canonical_key(key)
     name, _, sub = dotted.partition(".")
     return (SECTIONS[name], sub, dotted) if sub else (cls, name, dotted)
@@ -487,6 +466,25 @@ def _expand(key: str, value: Any) -> list[tuple[str, Any]]:
 
 def _dotted_keys(values: dict[str, Any]) -> list[str]:
     return [dotted for key, value in values.items() for dotted, _ in _expand(key, value)]
+
+
+def unknown_key(cls: type, key: str) -> TrainingError:
+    """The error for a key ``cls`` lacks, naming the closest keys it has (``kl_coef``: PPO's).
+
+    Example:
+        >>> from llmgym.rl.ppo import PPOConfig
+        >>> print(unknown_key(PPOConfig, "lora_rr"))  # doctest: +ELLIPSIS
+        Unknown config key 'lora_rr' for PPOConfig (did you mean lora.r or lora.enabled?); ...
+    """
+    known = [f.name for f in dataclasses.fields(cls) if f.name not in SECTIONS]
+    known += [*FLAT_ALIASES, *FLAT_ALIASES.values()]
+    close = list(dict.fromkeys(map(canonical_key, difflib.get_close_matches(key, known, n=4))))
+    close = close[:2]
+    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+    return TrainingError(
+        f"Unknown config key {key!r} for {cls.__name__}{hint}; keys are its fields and its "
+        f"sections' ({', '.join(SECTIONS)}), e.g. policy.temperature=0.7."
+    )
 
 
 def _known(cls: type, name: str, sub: str) -> bool:

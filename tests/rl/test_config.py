@@ -60,7 +60,7 @@ def test_saved_configs_round_trip_and_old_flat_ones_still_load():
 @pytest.mark.parametrize(
     "values, message",
     [
-        ({"temprature": 2.0}, "Unknown config key 'temprature'"),
+        ({"temprature": 2.0}, r"'temprature' for GRPOConfig \(did you mean policy.temperature"),
         ({"policy.nope": 1}, "Unknown config key 'policy.nope'"),
         ({"value_lr": 1e-3}, "Unknown config key 'value_lr'"),  # a PPO field, not GRPO's
         ({"policy.greedy": True}, "set by the trainer"),

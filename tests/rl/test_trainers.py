@@ -453,7 +453,7 @@ def test_smollm2_blackjack_smoke(tmp_path):
 
 def test_trained_run_loads_as_an_eval_agent(tmp_path):
     from llmgym.agents.evaluate import evaluate
-    from llmgym.agents.registry import make_agent
+    from llmgym.agents.registry import AgentError, make_agent
 
     trainer = make_trainer("reinforce", total_episodes=16, output_dir=str(tmp_path), **FAST)
     trainer.train()
@@ -462,6 +462,10 @@ def test_trained_run_loads_as_an_eval_agent(tmp_path):
     lora = [(n, p) for n, p in agent.policy.model.named_parameters() if "lora" in n]
     assert lora and all(torch.equal(p, trained[n]) for n, p in lora)
     assert evaluate("Text-Blackjack-v1", agent, episodes=4, progress=False)["episodes"] == 4
+    with pytest.raises(AgentError, match="was trained on 'tiny', not 'smollm2-135m'"):
+        make_agent(f"llm:smollm2-135m@{tmp_path}", "Text-Blackjack-v1", device="cpu")
+    untrained = make_agent("llm:tiny", "Text-Blackjack-v1", device="cpu")  # the model alone
+    assert not [n for n, _ in untrained.policy.model.named_parameters() if "lora" in n]
 
 
 def test_full_fine_tune_checkpoint_loads_with_both_tied_keys_and_rejects_others(tmp_path):
