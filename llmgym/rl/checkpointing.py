@@ -331,7 +331,11 @@ class Checkpointing:
         self.ent_boost = state.get("ent_boost", 0.0)
         self.features_frozen = state.get("features_frozen", False)
         best = self.run_dir / checkpoints.BEST_POLICY / checkpoints.STATE_FILE
-        self.best_eval = json.loads(best.read_text())["best_eval"] if best.exists() else None
+        self.best_eval = None
+        if best.exists():  # its weights are where the run is now (a run copied or moved)
+            self.best_eval = json.loads(best.read_text())["best_eval"] | {
+                "weights": str(best.parent)
+            }
         if "np_rng" in state:
             self.np_rng.bit_generator.state = state["np_rng"]
         self.load_extra_state(state)

@@ -5,6 +5,7 @@ its record read back on resume, cleared by a fresh run, and loadable as a policy
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -59,6 +60,11 @@ def test_the_best_evaluation_is_kept_and_survives_resume_and_not_a_fresh_run(tmp
     # Resume reads the record from the kept policy; a fresh run in the same folder drops it.
     resumed = restore_trainer(str(tmp_path))
     assert resumed.best_eval == kept
+    moved = tmp_path.parent / f"{tmp_path.name}-moved"
+    shutil.copytree(tmp_path, moved)  # a run copied elsewhere, resumed there (--resume)
+    copy = make_trainer("ppo", **SETTINGS, total_env_steps=8, output_dir=str(moved))
+    copy.load_checkpoint()
+    assert copy.best_eval["weights"] == str(moved / "best_policy")  # its own kept policy
     start_fresh(tmp_path)
     assert not best_dir.exists()
     settings = SETTINGS | {"eval_every": 0}  # the final evaluation is the only one
