@@ -27,6 +27,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -283,9 +284,12 @@ def load_model(
             why = f"The weights in {path} lack the observation statistics; {redo}."
             raise AgentError(why) from None
         normalizer = ObservationNormalizer(mean, var, clip, epsilon)
-    # as many envs as in training: SB3 warns when a rollout is smaller than a minibatch
+    # as many envs as in training; a recipe whose rollout is smaller than a minibatch (the
+    # zoo's MountainCarContinuous PPO) warns about training, which playing never does
     n_envs = config_for(base_id, algo).n_envs
-    model = _build(base_id, algo, seed, n_envs, env_kwargs, for_training=False)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "You have specified a mini-batch size")
+        model = _build(base_id, algo, seed, n_envs, env_kwargs, for_training=False)
     try:
         model.policy.load_state_dict(weights, strict=True)
     except RuntimeError:

@@ -299,3 +299,16 @@ def test_loading_a_policy_says_nothing_about_its_minibatches(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         sb3.load_agent("CartPole-v1", "ppo")
+
+
+def test_playing_the_committed_mountaincar_policy_warns_nothing(monkeypatch):
+    """The zoo's MountainCarContinuous PPO recipe has a rollout smaller than a minibatch: SB3
+    warns about that when the model is built, which playing a committed policy never trains."""
+    import warnings
+
+    if sb3.find_model("MountainCarContinuous-v0", "ppo")[1] is None:
+        pytest.skip("no committed MountainCarContinuous PPO policy in this checkout")
+    monkeypatch.setattr(sb3, "train", lambda *a, **k: pytest.fail("trained"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        make_baseline("sb3-ppo", "Text-MountainCarContinuous-v0")
