@@ -371,9 +371,15 @@ def _trained(config: Any) -> str:
 
 
 def _budget(config: Any) -> str:
-    if config.run.total_episodes:
-        return f"{config.run.total_episodes} episodes"
-    return f"{config.run.total_env_steps} env steps"
+    """The budget, and that it is checked between updates (a run ends after the update that
+    reaches it, so a budget smaller than one update's episodes runs that update whole)."""
+    run = config.run
+    spent = (
+        f"{run.total_episodes} episodes"
+        if run.total_episodes
+        else f"{run.total_env_steps} env steps"
+    )
+    return f"{spent} (checked after each update of {run.episodes_per_update} episodes)"
 
 
 _UNKNOWN = {"mean_return": math.nan}

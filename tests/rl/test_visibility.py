@@ -67,7 +67,8 @@ def test_no_progress_hides_the_bar_but_not_the_evaluations(tmp_path, capsys):
     args = ["train", BANDIT, *ARGS, "--eval-every", "1", "--no-progress", "--output", out]
     result = CliRunner().invoke(app, [*args, "--steps", "8"])
     assert result.exit_code == 0, result.output
-    text = result.output + capsys.readouterr().out
+    text = " ".join((result.output + capsys.readouterr().out).split())
+    assert "budget 8 env steps (checked after each update of 4 episodes)" in text
     assert "iter 0: eval return" in text and "iter 1 (4 env steps): eval return" in text
     result = CliRunner().invoke(app, [*args, "--steps", "12", "--resume"])
     assert result.exit_code == 0, result.output
