@@ -95,6 +95,12 @@ GOALS = [
         lambda r: r["eval_value"] >= -0.08 and r["episodes"] <= 4000,
     ),
     Goal(
+        "Blackjack, the LM alone, critic over 40 updates (`q_critic`)",
+        "blackjack-lm-ppo-w40-s",
+        "exact value >= -0.08 within 4,000 episodes",
+        lambda r: r["eval_value"] >= -0.08 and r["episodes"] <= 4000,
+    ),
+    Goal(
         "Blackjack, generate mode, the LM alone (`q_critic`)",
         "blackjack-lm-gen-s",
         "exact value >= -0.10 within 4,000 episodes, parse rate >= 0.99",
