@@ -90,11 +90,14 @@ def _sb3_cost(algo: str, base_id: str, output: Path) -> TrainingCost | None:
 
 
 def _run_record(path: Path) -> dict[str, Any] | None:
-    """The record in ``RUN_RECORDS`` whose ``weights`` is the folder ``path``, if any."""
+    """The record in ``RUN_RECORDS`` whose ``weights`` is the folder ``path``, if any (or
+    whose ``weights_removed`` is: a policy no longer committed, whose leaderboard rows stay)."""
     target = path.resolve()
     for file in sorted(RUN_RECORDS.glob("*.json")):
         record = _read(file)
-        weights = record.get("weights") if isinstance(record, dict) else None
+        weights = None
+        if isinstance(record, dict):
+            weights = record.get("weights") or record.get("weights_removed")
         if isinstance(weights, str) and Path(weights).resolve() == target:
             return record
     return None

@@ -5,6 +5,7 @@ and the trained LLM rows carry their training records' env steps and wall time."
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,16 @@ def test_a_record_for_other_weights_is_not_used(tmp_path, monkeypatch):
     (records / "run.json").write_text(record.replace("90", "100"))
     cost = training_cost(f"llm:smollm2-135m@{weights}", "Text-Blackjack-v1", tmp_path)
     assert cost == TrainingCost(100, 5.0, "M")
+
+
+def test_a_removed_policy_keeps_its_training_cost(tmp_path, monkeypatch):
+    """A policy no longer committed (its record's ``weights`` is null, ``weights_removed`` names
+    where it was) keeps the cost of the leaderboard rows it played."""
+    records = tmp_path / "records"
+    records.mkdir()
+    gone = tmp_path / "weights" / "gone"
+    record = {"weights": None, "weights_removed": str(gone), "env_steps": 90, "wall_s": 5.0}
+    (records / "run.json").write_text(json.dumps(record))
+    monkeypatch.setattr("llmgym.bench.costs.RUN_RECORDS", records)
+    cost = training_cost(f"llm:smollm2-135m@{gone}", "Text-Blackjack-v1", tmp_path)
+    assert cost == TrainingCost(90, 5.0, None)
