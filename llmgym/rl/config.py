@@ -469,7 +469,7 @@ def _dotted_keys(values: dict[str, Any]) -> list[str]:
 
 
 def unknown_key(cls: type, key: str) -> TrainingError:
-    """The error for a key ``cls`` lacks, naming the closest keys it has (``kl_coef``: PPO's).
+    """The error for a key ``cls`` lacks, naming the closest keys it has.
 
     Example:
         >>> from llmgym.rl.ppo import PPOConfig
@@ -478,8 +478,7 @@ def unknown_key(cls: type, key: str) -> TrainingError:
     """
     known = [f.name for f in dataclasses.fields(cls) if f.name not in SECTIONS]
     known += [*FLAT_ALIASES, *FLAT_ALIASES.values()]
-    close = list(dict.fromkeys(map(canonical_key, difflib.get_close_matches(key, known, n=4))))
-    close = close[:2]
+    close = list(dict.fromkeys(map(canonical_key, difflib.get_close_matches(key, known, n=4))))[:2]
     hint = f" (did you mean {' or '.join(close)}?)" if close else ""
     return TrainingError(
         f"Unknown config key {key!r} for {cls.__name__}{hint}; keys are its fields and its "
