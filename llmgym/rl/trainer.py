@@ -434,8 +434,9 @@ class Trainer(UpdateSteps, Checkpointing):
         return metrics
 
     def _budget(self) -> int:
-        """The progress bar's total: episodes when an episode budget is set, else env steps."""
-        return self.config.run.total_episodes or self.config.run.total_env_steps
+        """The progress bar's total: env steps, or the episodes that whole updates will train."""
+        run, per = self.config.run, self.config.run.episodes_per_update
+        return -(-run.total_episodes // per) * per if run.total_episodes else run.total_env_steps
 
     def _spent(self) -> int:
         return self.episodes_done if self.config.run.total_episodes else self.env_steps

@@ -73,3 +73,13 @@ def test_no_progress_hides_the_bar_but_not_the_evaluations(tmp_path, capsys):
     result = CliRunner().invoke(app, [*args, "--steps", "12", "--resume"])
     assert result.exit_code == 0, result.output
     assert "Resumed from " in result.output + capsys.readouterr().out
+
+
+def test_the_bar_counts_the_episodes_that_whole_updates_train(tmp_path, capsys):
+    # The budget is checked after each update of 4 episodes, so --episodes 6 trains 8; the bar
+    # said 6/6 at the end of them.
+    args = ["train", BANDIT, *ARGS, "--episodes", "6", "--steps", "1000", "--no-start-eval"]
+    result = CliRunner().invoke(app, [*args, "--output", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    bar = result.output + "".join(capsys.readouterr())
+    assert "8/8" in bar and "/6 " not in bar, bar
