@@ -25,6 +25,7 @@ from llmgym.rl.logger import library_versions
 from llmgym.rl.weights import lora_state
 
 REF_HEAD_FILE = "reference_head.safetensors"
+AVERAGE_FILE = "weight_average.safetensors"  # optim.average_decay's average (llmgym.rl.averaging)
 TRAINING_STATS = ("count", "total", "outer")  # the whitener's statistics: only for training
 
 
@@ -41,6 +42,7 @@ class Checkpointing:
     device: Any
     policy: Any  # LLMPolicy
     weights: Any  # Weights: merged adapters, the reference head
+    average: Any  # WeightAverage: what evaluations and policy directories use
     extra_modules: dict[str, Any]
     optimizer: Any
     np_rng: np.random.Generator
@@ -96,6 +98,8 @@ class Checkpointing:
         self._save_weights(tmp, policy_only=False)
         if self.weights.ref_head is not None:
             save_file(_contiguous(self.weights.ref_head.state_dict()), str(tmp / REF_HEAD_FILE))
+        if self.average.state_dict():
+            save_file(_contiguous(self.average.state_dict()), str(tmp / AVERAGE_FILE))
         torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
         kind, keys, pos, has_gauss, gauss = np.random.get_state()
         rng = {  # plain types and tensors only, so it loads with torch.load(weights_only=True)
@@ -120,7 +124,8 @@ class Checkpointing:
 
     def save_policy(self, path: str | Path) -> Path:
         """A small directory that restores the acting policy completely (the adapter, merged
-        adapters, the action head; no optimizer, RNG or critic): ``llm:MODEL@PATH`` and
+        adapters, the action head; no optimizer, RNG or critic; the weights' average where
+        ``optim.average_decay`` keeps one): ``llm:MODEL@PATH`` and
         :func:`~llmgym.rl.load_trained_policy` load it. Refused (``check_trained``) when every
         update of the run was skipped."""
         path = Path(path)
@@ -153,7 +158,7 @@ class Checkpointing:
 
     def _write_policy(self, path: Path, extra: dict[str, Any] | None = None) -> None:
         if self.processes.is_main:
-            with atomic_dir(path) as tmp:  # whole or not at all (OutputError)
+            with atomic_dir(path) as tmp, self.average.applied():  # whole or not at all
                 self._save_weights(tmp, policy_only=True)
                 state = self._state() | {"policy_only": True} | (extra or {})
                 (tmp / checkpoints.STATE_FILE).write_text(json.dumps(state, indent=2))
@@ -314,6 +319,8 @@ class Checkpointing:
             self.weights.ref_head = ref_head
         self.optimizer = self._make_optimizer()
         self.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
+        average = ckpt / AVERAGE_FILE
+        self.average.load_state_dict(load_file(str(average)) if average.exists() else {})
         rng = torch.load(ckpt / "rng.pt", weights_only=True)
         random.setstate(rng["python"])
         kind, keys, pos, has_gauss, gauss = rng["numpy"]

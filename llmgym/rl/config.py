@@ -172,6 +172,9 @@ class OptimSection(Checked):
     """Learning rate of the action head (default: 0.3 with SGD, 3e-3 with AdamW)."""
     anneal_lr: bool = False
     """Decay every learning rate linearly to 0 over the budget (as CleanRL's PPO)."""
+    average_decay: float = field(default=0.0, metadata=rule(min=0, below=1))
+    """Evaluate and save an average of the trained weights, ``avg <- decay * avg + (1 - decay)
+    * weights`` after each update (``llmgym.rl.averaging``); acting uses the weights. 0: off."""
     prefix_cache_grad: bool = True
     """Score mode: the update reuses the shared system prompt's KV cache (no gradient through
     it; gradients flow through the observation and action tokens). 3-6x cheaper on CPU."""

@@ -144,6 +144,7 @@ class Trainer(UpdateSteps, Checkpointing):
             self.module_lr["action_head"] = config.optim.head_rate()
         self.setup()
         self.optimizer = self._make_optimizer()
+        self.average = self._make_average()  # optim.average_decay's (llmgym.rl.averaging)
         self.logger: MetricsLogger | None = None
         self._seed_sampling()
 
@@ -260,6 +261,7 @@ class Trainer(UpdateSteps, Checkpointing):
             self._refresh_head_features(clean)
             acted, gap = self._vllm_gap(clean)
             metrics = self.update(clean, acted) | gap
+            self.average.update()
             self.adapt_entropy(metrics.get("charts/entropy"))
             if self.config.sft.during_rl > 0:
                 from llmgym.rl.sft import continued_sft
@@ -289,7 +291,11 @@ class Trainer(UpdateSteps, Checkpointing):
     def evaluate(self, episodes: int | None = None, seed_base: int = EVAL_SEED_BASE) -> dict:
         """Mean return, its 95 % CI, success rate and parse rate over fixed evaluation seeds
         (``EvalResult.summary``); or the greedy policy's exact expected return
-        (``eval_method``)."""
+        (``eval_method``). Of the weights' average where ``optim.average_decay`` keeps one."""
+        with self.average.applied():
+            return self._evaluate(episodes, seed_base)
+
+    def _evaluate(self, episodes: int | None, seed_base: int) -> dict:
         if self.uses_exact_eval():
             return self.evaluate_exact()
         cfg = self.config
@@ -432,14 +438,6 @@ class Trainer(UpdateSteps, Checkpointing):
             )
             pbar.refresh()
         return metrics
-
-    def _budget(self) -> int:
-        """The progress bar's total: env steps, or the episodes that whole updates will train."""
-        run, per = self.config.run, self.config.run.episodes_per_update
-        return -(-run.total_episodes // per) * per if run.total_episodes else run.total_env_steps
-
-    def _spent(self) -> int:
-        return self.episodes_done if self.config.run.total_episodes else self.env_steps
 
     def _done(self) -> bool:
         cfg = self.config

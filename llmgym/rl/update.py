@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from llmgym.rl.averaging import WeightAverage
 from llmgym.rl.likelihood import evaluate_cached
 from llmgym.rl.metrics import logprob_gap, mean_stats
 from llmgym.rl.optim import make_optimizer
@@ -41,8 +42,9 @@ class UpdateSteps:
     ent_boost: float
     skipped_updates: int
     _warn: Callable[..., None]
-    _spent: Callable[[], int]
-    _budget: Callable[[], int]
+    average: WeightAverage
+    episodes_done: int
+    env_steps: int
     envs: list[Any]
     vllm: Any
     features_frozen: bool
@@ -52,6 +54,18 @@ class UpdateSteps:
         for module in self.extra_modules.values():
             params += [p for p in module.parameters() if p.requires_grad]
         return params
+
+    def policy_parameters(self) -> dict[str, Any]:
+        """The acting policy's trained weights by name: the model's and the action head's."""
+        named = {k: p for k, p in self.model.named_parameters() if p.requires_grad}
+        head = self.extra_modules.get("action_head")
+        if head is not None:
+            named |= {f"action_head.{k}": p for k, p in head.named_parameters() if p.requires_grad}
+        return named
+
+    def _make_average(self) -> WeightAverage:
+        optim = self.config.optim
+        return WeightAverage(self.policy_parameters, optim.average_decay, self.sync_acting_weights)
 
     def _make_optimizer(self, lr: float | None = None) -> Any:
         optim = self.config.optim
@@ -68,6 +82,14 @@ class UpdateSteps:
                 if any(p is first for p in group["params"]):
                     rates[f"train/lr_{name}"] = group["lr"]
         return rates
+
+    def _budget(self) -> int:
+        """The progress bar's total: env steps, or the episodes that whole updates will train."""
+        run, per = self.config.run, self.config.run.episodes_per_update
+        return -(-run.total_episodes // per) * per if run.total_episodes else run.total_env_steps
+
+    def _spent(self) -> int:
+        return self.episodes_done if self.config.run.total_episodes else self.env_steps
 
     def _anneal(self) -> None:
         """``anneal_lr``: every group's rate at ``(1 - spent / budget)`` of its initial one."""
@@ -120,6 +142,7 @@ class UpdateSteps:
             self.model = self.policy.model = model
             self.policy.clear_cache()
             self.optimizer = self._make_optimizer()
+            self.average.reset()  # it averaged the adapter now merged
 
     def sync_acting_weights(self) -> None:
         """When acting goes through a vLLM server: hot-load the current weights there;
