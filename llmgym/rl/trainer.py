@@ -261,12 +261,12 @@ class Trainer(UpdateSteps, Checkpointing):
             self._refresh_head_features(clean)
             acted, gap = self._vllm_gap(clean)
             metrics = self.update(clean, acted) | gap
-            self.average.update()
             self.adapt_entropy(metrics.get("charts/entropy"))
             if self.config.sft.during_rl > 0:
                 from llmgym.rl.sft import continued_sft
 
                 metrics |= continued_sft(self, clean)
+            self.average.update()
             self.sync_acting_weights()
         self.iteration += 1
         everyone = (
