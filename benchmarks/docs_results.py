@@ -95,8 +95,8 @@ GOALS = [
         lambda r: r["eval_value"] >= -0.08 and r["episodes"] <= 4000,
     ),
     Goal(
-        "Blackjack, the LM alone, critic over 40 updates (`q_critic`)",
-        "blackjack-lm-ppo-w40-s",
+        "Blackjack, the LM alone, critic over 40 updates, weights averaged (`q_critic`)",
+        "blackjack-lm-ppo-ema-s",
         "exact value >= -0.08 within 4,000 episodes",
         lambda r: r["eval_value"] >= -0.08 and r["episodes"] <= 4000,
     ),
