@@ -45,7 +45,12 @@ RECORDS = Path(__file__).parents[2] / "benchmarks" / "results" / "rl"
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "name",
-    ["blackjack-ppo-s0", "blackjack-lm-ppo-s0", "frozenlake-noslip-ppo-s0", "frozenlake-lm-ppo-s1"],
+    [
+        "blackjack-ppo-s0",
+        "blackjack-lm-ppo-ema-s0",
+        "frozenlake-noslip-ppo-s0",
+        "frozenlake-lm-ppo-s1",
+    ],
 )
 def test_committed_policy_keeps_its_exact_value(name, monkeypatch):
     """The exact greedy value of a headline policy is the one its record states."""
