@@ -215,6 +215,11 @@ def train(
                 f"{_trained(config)}), {config.run.num_envs} envs{processes}, "
                 f"budget {_budget(config)} -> {output}"
             )
+        if main and config.optim.average_decay:
+            console.print(
+                "Evaluations and the saved policies use the weights' average (optim.average_decay="
+                f"{config.optim.average_decay}); acting uses the weights themselves."
+            )
         if main and config.eval.start and not resume:
             console.print(
                 f"Start evaluation: {trainer.evaluation_plan(final_eval_episodes)}; "

@@ -89,3 +89,17 @@ def test_without_a_decay_nothing_is_kept(tmp_path):
 def test_a_decay_outside_0_1_is_refused(tmp_path, decay):
     with pytest.raises(ConfigValueError, match=r"optim.average_decay must be in \[0, 1\)"):
         make_trainer("ppo", **SETTINGS | {"average_decay": decay}, output_dir=str(tmp_path))
+
+
+def test_train_says_that_it_evaluates_the_average(tmp_path):
+    from typer.testing import CliRunner
+
+    from llmgym.cli import app
+
+    args = ["train", SETTINGS["env_id"], "--model", "tiny", "--num-envs", "4"]
+    args += ["--episodes-per-update", "4", "--steps", "4", "--eval-episodes", "4"]
+    args += ["--set", "average_decay=0.9", "--no-progress", "--output", str(tmp_path / "run")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "the saved policies use the weights' average (optim.average_decay=0.9)" in text
