@@ -150,9 +150,9 @@ for name in "${@:-${ALL[@]}}"; do
       # blackjack-lm-ppo-w40-s*'s evaluations still swing late (seed 0: -0.0649 at 3,600
       # episodes, -0.1020 at 3,800, final -0.0859), where the policy had converged and the
       # updates kept moving it. The evaluations and the saved policy here use an exponential
-      # average of the weights (optim.average_decay 0.9, about the last 10 updates); acting and the
-      # updates use the weights themselves. Seed 0's checkpoints of 3,200, 3,600 and 4,000
-      # episodes averaged give -0.0590.
+      # average of the weights (average_decay 0.9, about the last 10 updates); acting and the
+      # updates use the weights themselves, so the training repeats w40's update for update.
+      # Finals -0.0706, -0.0590, -0.0663 (w40: -0.0859, -0.0580, -0.0703).
       run "$name" Text-Blackjack-v1 --algo ppo --seed "${name##*-s}" --episodes 4000 \
         --steps 1000000 --episodes-per-update 40 "${LM_ALONE[@]}" --set anneal_lr=true \
         --set q_window=40 --set average_decay=0.9 ;;

@@ -84,9 +84,12 @@ class UpdateSteps:
         return rates
 
     def _budget(self) -> int:
-        """The progress bar's total: env steps, or the episodes that whole updates will train."""
-        run, per = self.config.run, self.config.run.episodes_per_update
-        return -(-run.total_episodes // per) * per if run.total_episodes else run.total_env_steps
+        """What the run will spend (the progress bar's total, ``anneal_lr``'s horizon): env
+        steps, or the episodes of the whole updates that an episode budget allows."""
+        run = self.config.run
+        if not run.total_episodes:
+            return run.total_env_steps
+        return math.ceil(run.total_episodes / run.episodes_per_update) * run.episodes_per_update
 
     def _spent(self) -> int:
         return self.episodes_done if self.config.run.total_episodes else self.env_steps
