@@ -98,8 +98,9 @@ class Checkpointing:
         self._save_weights(tmp, policy_only=False)
         if self.weights.ref_head is not None:
             save_file(_contiguous(self.weights.ref_head.state_dict()), str(tmp / REF_HEAD_FILE))
-        if self.average.state_dict():
-            save_file(_contiguous(self.average.state_dict()), str(tmp / AVERAGE_FILE))
+        average = self.average.state_dict()
+        if average:
+            save_file(_contiguous(average), str(tmp / AVERAGE_FILE))
         torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
         kind, keys, pos, has_gauss, gauss = np.random.get_state()
         rng = {  # plain types and tensors only, so it loads with torch.load(weights_only=True)
