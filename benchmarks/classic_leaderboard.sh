@@ -31,8 +31,8 @@ $B --envs $EXACT_ENVS --agents "$GEN" --episodes 30
 $B --envs Text-CartPole-v1 --agents "$ZS" --episodes 500
 $B --envs Text-CartPole-v1 --agents "$GEN" --episodes 30
 
-# Policies trained from scratch by benchmarks/rl_from_scratch.sh ($BJ, $LAKE, $CARTPOLE).
-$B --envs Text-Blackjack-v1 --agents "$BJ" --episodes 500
+# Policies trained from scratch by benchmarks/rl_from_scratch.sh ($BJ, $BJ_LM, $LAKE, $CARTPOLE).
+$B --envs Text-Blackjack-v1 --agents "$BJ,$BJ_LM" --episodes 500
 $B --envs Text-FrozenLake-v1 --agents "$LAKE" --episodes 100
 $B --envs Text-CartPole-v1 --agents "$CARTPOLE" --episodes 30 --batch-size 10
 
