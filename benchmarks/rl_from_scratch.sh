@@ -109,7 +109,7 @@ ALL=(blackjack-ppo-s0 blackjack-ppo-s1 blackjack-ppo-s2 blackjack-grpo-s0 blackj
      frozenlake-lm-ppo-g08-s1 frozenlake-lm-ppo-g08-s2 blackjack-lm-gen-s0 blackjack-lm-gen-s1
      blackjack-lm-gen-s2 blackjack-lm-ppo-w40-s0 blackjack-lm-ppo-w40-s1 blackjack-lm-ppo-w40-s2
      blackjack-lm-ppo-bf16-s0 blackjack-lm-ppo-ema-s0 blackjack-lm-ppo-ema-s1
-     blackjack-lm-ppo-ema-s2)
+     blackjack-lm-ppo-ema-s2 cartpole-lm-ppo-s0)
 if [ -n "${SNAPSHOT:-}" ]; then
   for name in "$@"; do snapshot "$name"; done
   exit 0
@@ -287,6 +287,14 @@ for name in "${@:-${ALL[@]}}"; do
       # much later; discount less (0.995 instead of 0.99), as on slippery FrozenLake.
       cartpole "$name" --set value_norm=true --set lm_prior=false --set 'head_layers=[8]' \
         --set gamma=0.995 ;;
+    cartpole-lm-ppo-s*)
+      # The stretch goal: the language model alone on CartPole (no head, no SFT, no demos):
+      # LM_ALONE's Q-critic recipe on cartpole()'s sampling, with the critic on hidden state 8
+      # (where cartpole-ppo-layer8g-s*'s head reads), gamma 0.995 as there, and the weights'
+      # average (average_decay 0.9) for the evaluations. About 0.8 env steps/s here, so its
+      # 20,000 steps span sessions: SNAPSHOT=1 to keep a checkpoint, RESUME=1 to continue.
+      cartpole "$name" "${LM_ALONE[@]}" --set train_backbone=true --set 'head_layers=[8]' \
+        --set gamma=0.995 --set average_decay=0.9 --eval-every 20 ;;
     cartpole-ppo-deg-s*)
       # A symmetric policy (mirror) cannot lean on the offset the others balance with; it must read
       # the pole's rotation, which the default text writes as a small number in radians per second
