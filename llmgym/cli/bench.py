@@ -14,6 +14,7 @@ import importlib.util
 import shlex
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from typer.core import TyperCommand
@@ -24,6 +25,9 @@ from llmgym.envs.registration import base_env_id
 from llmgym.errors import AgentError, ConfigError, OutputError, RayBenchError
 from llmgym.rl.config import MAX_THREADS
 from llmgym.rollout import MAX_ENVS, MAX_TIMESTEPS, check_count
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 #: What a bare ``--ray`` means: the Ray session ``ray.init()`` finds or starts on this machine.
 RAY_LOCAL = "local"
@@ -59,6 +63,43 @@ class _BenchCommand(TyperCommand):
 #: Where ``llmgym bench`` writes without ``--output``: outside the repository's committed
 #: results (``runs/`` is git-ignored); the committed leaderboard's scripts name theirs.
 DEFAULT_OUTPUT = "runs/bench"
+
+
+class LogLines:
+    """Progress as lines where the output is not a terminal (a log file, CI), since the bar
+    is drawn only on a terminal: one line as each cell starts, and one at most every
+    ``every`` seconds as its episodes finish.
+
+    >>> import io
+    >>> from rich.console import Console
+    >>> from rich.progress import Progress
+    >>> log = LogLines(Progress(console=Console(file=io.StringIO())), every=0)
+    >>> log.cell("Text-CliffWalking-v1 random", 2)
+    >>> log.episode({"return": -13.0})
+    >>> print(log.progress.console.file.getvalue(), end="")
+    Text-CliffWalking-v1 random: 2 episodes to play
+    Text-CliffWalking-v1 random: 1/2 episodes, last return -13.0
+    """
+
+    def __init__(self, progress: Progress, every: float = 60.0) -> None:
+        self.progress, self.every = progress, every
+        self.on = not progress.console.is_terminal
+        self.name, self.total, self.done, self.last = "", 0, 0, 0.0
+
+    def cell(self, name: str, n: int) -> None:
+        self.name, self.total, self.done, self.last = name, n, 0, time.monotonic()
+        if self.on:
+            self.progress.console.print(f"{self.name}: {n} episodes to play", highlight=False)
+
+    def episode(self, row: dict[str, object]) -> None:
+        self.done += 1
+        now = time.monotonic()
+        if self.on and (now - self.last >= self.every or self.done == self.total):
+            self.last = now
+            self.progress.console.print(
+                f"{self.name}: {self.done}/{self.total} episodes, last return {row['return']}",
+                highlight=False,
+            )
 
 
 def bench_command(
@@ -236,12 +277,14 @@ def register(app: typer.Typer) -> None:
             "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
         )
         skipped: list[str] = []  # cells no agent could play
+        log = LogLines(progress)  # what a redirected log sees instead of the bar
         try:
             with progress:
                 task = progress.add_task("bench", total=sum(len(s) for s in todo.values()))
 
                 def on_cell(env_id: str, agent: str, n: int) -> None:
                     progress.update(task, description=f"{env_id} {agent}")
+                    log.cell(f"{env_id} {agent}", n)
 
                 def on_skip(env_id: str, agent: str, reason: str) -> None:
                     skipped.append(reason)
@@ -249,6 +292,7 @@ def register(app: typer.Typer) -> None:
 
                 def advance(row: dict[str, object]) -> None:
                     progress.advance(task)
+                    log.episode(row)
 
                 common = dict(episodes=episodes, seed=seed, output=out, batch_size=batch_size)
                 if ray is None:
@@ -263,6 +307,7 @@ def register(app: typer.Typer) -> None:
                     )
                 else:
                     progress.update(task, description=f"bench on Ray ({ray})")
+                    log.cell(f"bench on Ray ({ray})", progress.tasks[task].total or 0)
                     address = None if ray == RAY_LOCAL else ray
                     run_bench_ray(
                         env_ids,

@@ -107,6 +107,9 @@ def test_cli_bench_writes_leaderboard_and_resumes(tmp_path):
     ]
     result = CliRunner().invoke(_app(), args)
     assert result.exit_code == 0, result.output
+    # no terminal here, so progress comes as lines: a cell's start and its last episode
+    assert "Text-CliffWalking-v1 optimal: 2 episodes to play" in result.output
+    assert "Text-CliffWalking-v1 optimal: 2/2 episodes, last return -13.0" in result.output
     table = (tmp_path / "leaderboard.md").read_text()
     assert "| Text-CliffWalking-v1 | optimal | 2 | -13.0 |" in table
     assert (tmp_path / "leaderboard.png").stat().st_size > 0
