@@ -133,17 +133,21 @@ class ScoreMode:
         self, prompts, candidates, actions, shared, backend=None, with_hidden=None
     ):
         """(hidden states [B, H], LM scores) by one pass of ``backend`` (the acting one by
-        default; hidden states ``with_hidden``, by default where there is a head). A head
+        default; hidden states ``with_hidden``, by default where there is a head or the
+        backbone trains). A head
         without the LM prior needs no LM scores (zeros stand in): only its hidden states are
         computed, through no more layers than they need."""
         backend = backend or self.backend
+        if with_hidden is None:  # acting: where the backbone trains, the update reads the
+            # hidden states under the same weights, so this pass is kept for it (fast path)
+            with_hidden = self.head is not None or not self.memoize
         if self.head is not None and not self.head.lm_prior:
             states = backend.hidden_states(prompts, shared=shared, layers=self.layers)
             return states, [torch.zeros(len(a), device=states.device) for a in actions]
         hidden, token_logprobs = backend.score(
             prompts,
             candidates,
-            hidden=self.head is not None if with_hidden is None else with_hidden,
+            hidden=with_hidden,
             shared=shared,
             layers=self.layers,
         )

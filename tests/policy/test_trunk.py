@@ -322,3 +322,24 @@ def test_without_gradient_a_row_scored_under_the_same_weights_is_reused(lora_mod
             assert policy.stats["trunk_cached_tokens"] > ran
         finally:
             lora.sub_(0.01)
+
+
+@pytest.mark.parametrize("layers", [(1,), (-1,)], ids=["trunk", "last"])
+def test_without_a_head_acting_keeps_the_features_its_update_reads(lora_model, states, layers):
+    """The language model alone (no head; a critic reads ``layers``): acting computes the
+    hidden states the update reads under the same weights, so the update's old log-probs run
+    nothing and its pass with gradient runs no trunk pass (before, the trunk ran again for a
+    trunk layer's features)."""
+    model, tokenizer = lora_model
+    policy = LLMPolicy(model, tokenizer, PolicyConfig(mode="score"), layers=layers)
+    with torch.no_grad():
+        samples = policy.act(*states)
+        before = dict(policy.stats)
+        old = policy.evaluate(samples, shared_prefix=True)
+        assert policy.stats == before  # the acting pass's rows, reused as they are
+    model.zero_grad(set_to_none=True)
+    out = policy.evaluate(samples, shared_prefix=True)
+    assert policy.stats["prompt_tokens"] == before["prompt_tokens"]  # no trunk pass
+    (out.logprob.sum() + 0.01 * out.hidden.pow(2).sum()).backward()
+    torch.testing.assert_close(out.logprob.detach(), old.logprob, atol=ATOL, rtol=0)
+    torch.testing.assert_close(out.hidden.detach(), old.hidden, atol=ATOL, rtol=1e-5)
