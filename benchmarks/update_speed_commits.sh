@@ -54,7 +54,7 @@ EOF
   done
 done
 "$ROOT/.venv/bin/python" - "$ROWS" "$OUTPUT" "$OLD" "$NEW" <<'EOF'
-import json, statistics, sys
+import json, os, platform, statistics, sys
 rows_file, output, old, new = sys.argv[1:]
 rows = [line.split("\t") for line in open(rows_file).read().splitlines()]
 runs = [dict(env=e, commit=old if w == "old" else new, which=w, pair=int(p), env_steps=int(s),
@@ -67,7 +67,6 @@ for env in sorted({r["env"] for r in runs}):
                    for k in ("update_s", "iteration_s")}
     print(f"{env}: update {ratios[env]['update_s']:.2f}x faster, "
           f"iteration {ratios[env]['iteration_s']:.2f}x (median old / median new)")
-import os, platform
 machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs, "
            f"1 torch thread; load average {os.getloadavg()[0]:.1f} at the end (shared machine)")
 record = {"old": old, "new": new, "machine": machine, "runs": runs, "speedups": ratios}

@@ -280,7 +280,8 @@ def register(app: typer.Typer) -> None:
         log = LogLines(progress)  # what a redirected log sees instead of the bar
         try:
             with progress:
-                task = progress.add_task("bench", total=sum(len(s) for s in todo.values()))
+                total = sum(len(s) for s in todo.values())
+                task = progress.add_task("bench", total=total)
 
                 def on_cell(env_id: str, agent: str, n: int) -> None:
                     progress.update(task, description=f"{env_id} {agent}")
@@ -307,7 +308,7 @@ def register(app: typer.Typer) -> None:
                     )
                 else:
                     progress.update(task, description=f"bench on Ray ({ray})")
-                    log.cell(f"bench on Ray ({ray})", progress.tasks[task].total or 0)
+                    log.cell(f"bench on Ray ({ray})", total)
                     address = None if ray == RAY_LOCAL else ray
                     run_bench_ray(
                         env_ids,

@@ -134,9 +134,8 @@ class ScoreMode:
     ):
         """(hidden states [B, H], LM scores) by one pass of ``backend`` (the acting one by
         default; hidden states ``with_hidden``, by default where there is a head or the
-        backbone trains). A head
-        without the LM prior needs no LM scores (zeros stand in): only its hidden states are
-        computed, through no more layers than they need."""
+        backbone trains). A head without the LM prior needs no LM scores (zeros stand in):
+        only its hidden states are computed, through no more layers than they need."""
         backend = backend or self.backend
         if with_hidden is None:  # acting: where the backbone trains, the update reads the
             # hidden states under the same weights, so this pass is kept for it (fast path)
