@@ -291,8 +291,8 @@ for name in "${@:-${ALL[@]}}"; do
       # The stretch goal: the language model alone on CartPole (no head, no SFT, no demos):
       # LM_ALONE's Q-critic recipe on cartpole()'s sampling, with the critic on hidden state 8
       # (where cartpole-ppo-layer8g-s*'s head reads), gamma 0.995 as there, and the weights'
-      # average (average_decay 0.9) for the evaluations. About 0.8 env steps/s here, so its
-      # 20,000 steps span sessions: SNAPSHOT=1 to keep a checkpoint, RESUME=1 to continue.
+      # average (average_decay 0.9) for the evaluations. About 2 env steps/s here (one thread,
+      # one other job), so its 20,000 steps span sessions: RESUME=1 continues from runs/rl/NAME.
       cartpole "$name" "${LM_ALONE[@]}" --set train_backbone=true --set 'head_layers=[8]' \
         --set gamma=0.995 --set average_decay=0.9 --eval-every 20 ;;
     cartpole-ppo-deg-s*)
