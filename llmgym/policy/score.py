@@ -134,12 +134,15 @@ class ScoreMode:
     ):
         """(hidden states [B, H], LM scores) by one pass of ``backend`` (the acting one by
         default; hidden states ``with_hidden``, by default where there is a head or the
-        backbone trains). A head without the LM prior needs no LM scores (zeros stand in):
-        only its hidden states are computed, through no more layers than they need."""
+        backbone trains on this backend). A head without the LM prior needs no LM scores
+        (zeros stand in): only its hidden states are computed, through no more layers than
+        they need."""
         backend = backend or self.backend
-        if with_hidden is None:  # acting: where the backbone trains, the update reads the
-            # hidden states under the same weights, so this pass is kept for it (fast path)
-            with_hidden = self.head is not None or not self.memoize
+        if with_hidden is None:  # acting: where the backbone trains and the update runs on
+            # the same backend, the update reads these hidden states under the same weights,
+            # so this pass is kept for it (fast path)
+            same = backend is self.update_backend and self.model is not None
+            with_hidden = self.head is not None or (not self.memoize and same)
         if self.head is not None and not self.head.lm_prior:
             states = backend.hidden_states(prompts, shared=shared, layers=self.layers)
             return states, [torch.zeros(len(a), device=states.device) for a in actions]
