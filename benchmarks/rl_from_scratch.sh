@@ -292,9 +292,11 @@ for name in "${@:-${ALL[@]}}"; do
       # LM_ALONE's Q-critic recipe on cartpole()'s sampling, with the critic on hidden state 8
       # (where cartpole-ppo-layer8g-s*'s head reads), gamma 0.995 as there, and the weights'
       # average (average_decay 0.9) for the evaluations. About 2 env steps/s here (one thread,
-      # one other job), so its 20,000 steps span sessions: RESUME=1 continues from runs/rl/NAME.
+      # one other job): its 20,000 steps take about 3 hours, so it stops once a greedy
+      # evaluation (every 4 updates, 8 episodes) reaches 195; the final one (20 episodes) decides.
       cartpole "$name" "${LM_ALONE[@]}" --set train_backbone=true --set 'head_layers=[8]' \
-        --set gamma=0.995 --set average_decay=0.9 --eval-every 20 ;;
+        --set gamma=0.995 --set average_decay=0.9 --eval-every 4 --eval-episodes 8 \
+        --stop-at 195 ;;
     cartpole-ppo-deg-s*)
       # A symmetric policy (mirror) cannot lean on the offset the others balance with; it must read
       # the pole's rotation, which the default text writes as a small number in radians per second

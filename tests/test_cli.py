@@ -82,6 +82,7 @@ def test_train_help_shows_the_config_defaults_and_docs():
         assert defaults == {params[name].default}, (name, defaults)
         block = blocks[params[name].opts[0]]
         shown = re.findall(r"\[default: (.*?)\]", block)
-        assert shown == ([str(params[name].default)] if params[name].default != "" else []), block
+        default = params[name].default  # none shown for "" and None (--stop-at)
+        assert shown == ([str(default)] if default not in ("", None) else []), block
         doc = field_doc(config_class("ppo"), key).replace("``", "")
         assert doc and " ".join(doc.split()) in block and f"config key {key}" in block, block

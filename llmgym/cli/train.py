@@ -52,6 +52,7 @@ CONFIG_OPTIONS = {
     "seed": "run.seed",
     "eval_every": "eval.every",
     "eval_episodes": "eval.episodes",
+    "stop_at": "eval.stop_at",
     "threads": "run.num_threads",
     "device": "run.device",
     "dtype": "policy.dtype",
@@ -89,6 +90,7 @@ def train(
     seed: int = _config_option("seed"),
     eval_every: int = _config_option("eval_every"),
     eval_episodes: int = _config_option("eval_episodes"),
+    stop_at: float | None = _config_option("stop_at", "--stop-at"),
     final_eval_episodes: int = typer.Option(
         1000,
         min=1,

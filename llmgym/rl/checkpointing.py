@@ -157,6 +157,13 @@ class Checkpointing:
         self._write_policy(path, {"best_eval": record})  # the record travels with the weights
         self.best_eval = record
 
+    def reached_stop_at(self) -> bool:
+        """Whether a periodic evaluation reached ``eval.stop_at`` (as SB3's
+        ``StopTrainingOnRewardThreshold``). ``best_eval`` holds it, so a resumed run knows, and
+        all processes decide alike (``keep_if_best`` averages their values)."""
+        goal, best = self.config.eval.stop_at, self.best_eval
+        return goal is not None and best is not None and best["value"] >= goal
+
     def _write_policy(self, path: Path, extra: dict[str, Any] | None = None) -> None:
         if self.processes.is_main:
             with atomic_dir(path) as tmp, self.average.applied():  # whole or not at all

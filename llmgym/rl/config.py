@@ -238,6 +238,9 @@ class EvalSection(Checked):
     start: bool = True
     """Evaluate the policy before training (``llmgym train --no-start-eval`` skips it: no start
     value in the result and no iteration-0 row)."""
+    stop_at: float | None = None
+    """Stop training once a periodic evaluation's mean return reaches this (as SB3's
+    ``StopTrainingOnRewardThreshold``); the final evaluation still runs."""
 
 
 SECTIONS: dict[str, type] = {
@@ -248,11 +251,9 @@ SECTIONS: dict[str, type] = {
     "sft": SFTSection,
     "eval": EvalSection,
 }
-#: Sections whose fields were flat under their own names (the others took the section's name
-#: as a prefix: ``lora_r``, ``sft_epochs``, ``eval_every``).
+#: Sections whose flat names were the fields' own (the others': ``lora_r``, ``eval_every``).
 _UNPREFIXED = ("run", "policy", "optim")
-#: Values of fields added after runs were saved, for configs that lack them: what those runs
-#: used (the head's optimizer was AdamW before ``head_optimizer`` existed).
+#: Fields added after runs were saved -> what those runs used (for configs that lack them).
 LEGACY_DEFAULTS: dict[str, Any] = {"optim.head_optimizer": "adamw"}
 
 
@@ -390,8 +391,7 @@ class TrainConfig:
         check_vllm_training(self.policy, train_backbone=self.optim.train_backbone)
 
     def _check_own_fields(self) -> None:
-        """The fields outside the sections (``min_entropy`` and the algorithm's) against their
-        types and rules."""
+        """The fields outside the sections (``min_entropy``, the algorithm's): types, rules."""
         check_fields(self, rules=ALGORITHM_RULES, skip=SECTIONS)
 
 

@@ -421,8 +421,11 @@ class Trainer(UpdateSteps, Checkpointing):
         if cfg.eval.every and self.iteration % cfg.eval.every == 0 and not self._done():
             ev = self.evaluate()
             metrics |= eval_metrics(ev)
-            self.say(f"iter {self.iteration} ({self.env_steps} env steps): {eval_line(ev)}", pbar)
             self.keep_if_best(ev)
+            stop = "; eval.stop_at is reached, so training stops" if self.reached_stop_at() else ""
+            self.say(
+                f"iter {self.iteration} ({self.env_steps} env steps): {eval_line(ev)}{stop}", pbar
+            )
         self.diagnose(metrics, episodes)
         if self.logger is not None and self.iteration % cfg.run.log_every == 0:
             self.logger.log(metrics, self.env_steps)
@@ -440,10 +443,9 @@ class Trainer(UpdateSteps, Checkpointing):
         return metrics
 
     def _done(self) -> bool:
-        cfg = self.config
-        if cfg.run.total_episodes and self.episodes_done >= cfg.run.total_episodes:
-            return True
-        return self.env_steps >= cfg.run.total_env_steps
+        run = self.config.run
+        episodes = run.total_episodes and self.episodes_done >= run.total_episodes
+        return self.reached_stop_at() or bool(episodes) or self.env_steps >= run.total_env_steps
 
     # ---- diagnostics -----------------------------------------------------------------------
 

@@ -89,3 +89,23 @@ def test_a_trained_policy_acts_in_its_own_mode_unless_one_is_chosen(tmp_path):
     assert make_agent(name + ",mode=score", SETTINGS["env_id"]).policy.config.mode == "score"
     result = evaluate(SETTINGS["env_id"], name, episodes=2, num_envs=2, progress=False)
     assert result["mode"] == "generate"
+
+
+def test_stop_at_ends_training_at_the_first_evaluation_that_reaches_it(tmp_path, capsys):
+    """``eval.stop_at`` (``--stop-at``, as SB3's ``StopTrainingOnRewardThreshold``): training
+    stops after the first periodic evaluation that reaches it, the final evaluation still runs,
+    and a resumed run with budget left stops at once; a goal not reached changes nothing."""
+    reached = SETTINGS | {"eval_stop_at": -1e9}  # every evaluation reaches it
+    trainer = make_trainer("ppo", **reached, total_env_steps=40, output_dir=str(tmp_path))
+    final = trainer.train()
+    assert (trainer.iteration, trainer.env_steps) == (1, 4)
+    assert "eval.stop_at is reached, so training stops" in capsys.readouterr().out
+    assert final["episodes"] == 4 and trainer.best_eval["iteration"] == 1
+    resumed = restore_trainer(str(tmp_path))
+    resumed.train(resume=True)
+    assert (resumed.iteration, resumed.env_steps) == (1, 4)
+
+    far = SETTINGS | {"eval_stop_at": 1e9}
+    trainer = make_trainer("ppo", **far, total_env_steps=12, output_dir=str(tmp_path / "far"))
+    trainer.train()
+    assert trainer.env_steps == 12 and "stop_at is reached" not in capsys.readouterr().out
