@@ -270,6 +270,7 @@ def train(
         "eval_seeds": f"{EVAL_SEED_BASE}..{EVAL_SEED_BASE + final_eval_episodes - 1}",
         "baselines_same_seeds": refs,
         "best_eval": trainer.best_eval,  # the best evaluation and its kept policy
+        "stopped_at_goal": trainer.reached_stop_at(),  # --stop-at ended training early
         "command": command,
     }
     try:  # a full disk or a read-only folder after training: one sentence, exit 2

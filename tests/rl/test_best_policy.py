@@ -109,3 +109,19 @@ def test_stop_at_ends_training_at_the_first_evaluation_that_reaches_it(tmp_path,
     trainer = make_trainer("ppo", **far, total_env_steps=12, output_dir=str(tmp_path / "far"))
     trainer.train()
     assert trainer.env_steps == 12 and "stop_at is reached" not in capsys.readouterr().out
+
+
+def test_stop_at_from_the_command_line_is_recorded(tmp_path):
+    from typer.testing import CliRunner
+
+    from llmgym.cli import app
+
+    out = tmp_path / "run"
+    args = ["train", SETTINGS["env_id"], "--model", "tiny", "--steps", "40", "--num-envs", "4"]
+    args += ["--episodes-per-update", "4", "--eval-every", "1", "--eval-episodes", "4"]
+    args += ["--final-eval-episodes", "4", "--no-start-eval", "--no-progress", "--threads", "1"]
+    result = CliRunner().invoke(app, [*args, "--stop-at", "-1000", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    record = json.loads((out / "result.json").read_text())
+    assert record["stopped_at_goal"] is True and record["env_steps"] == 4
+    assert record["best_eval"]["env_steps"] == 4
