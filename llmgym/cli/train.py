@@ -187,6 +187,7 @@ def train(
     if no_start_eval:
         values["eval.start"] = False
     acting = {k: v for k, v in given.items() if k.startswith(("policy.backend", "policy.vllm"))}
+    machine = {k: v for k, v in given.items() if k == "run.num_threads"}  # this machine's
     values |= set_values
     build = cls.build
     if saved is not None:  # the run's own config, new budget
@@ -195,7 +196,7 @@ def train(
             "total_episodes": episodes,
             "progress": not no_progress,
             "output_dir": output,  # the run may have been moved or copied
-        } | acting  # given ones only: the server may have moved
+        } | acting | machine  # given ones only: the server may have moved
         values, build = saved | budget, cls.from_dict
     try:
         config = build(values)

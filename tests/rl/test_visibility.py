@@ -75,6 +75,21 @@ def test_no_progress_hides_the_bar_but_not_the_evaluations(tmp_path, capsys):
     assert "Resumed from " in result.output + capsys.readouterr().out
 
 
+def test_resume_takes_this_machines_threads(tmp_path, monkeypatch):
+    # The run's own config is restored on --resume, but --threads belongs to the machine: a
+    # run started with one thread and resumed with --threads 2 trains with two.
+    import torch
+
+    asked: list[int] = []
+    monkeypatch.setattr(torch, "set_num_threads", asked.append)
+    args = ["train", BANDIT, *ARGS, "--no-start-eval", "--output", str(tmp_path / "run")]
+    result = CliRunner().invoke(app, [*args, "--steps", "4", "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(app, [*args, "--steps", "8", "--threads", "2", "--resume"])
+    assert result.exit_code == 0, result.output
+    assert asked[0] == 1 and asked[-1] == 2, asked
+
+
 def test_the_bar_counts_the_episodes_that_whole_updates_train(tmp_path, capsys):
     # The budget is checked after each update of 4 episodes, so --episodes 6 trains 8; the bar
     # said 6/6 at the end of them.
