@@ -186,8 +186,9 @@ def train(
         values["run.progress"] = False
     if no_start_eval:
         values["eval.start"] = False
-    acting = {k: v for k, v in given.items() if k.startswith(("policy.backend", "policy.vllm"))}
-    machine = {k: v for k, v in given.items() if k == "run.num_threads"}  # this machine's
+    # given ones only, kept on --resume: the server may have moved, the machine may differ
+    local_keys = ("policy.backend", "policy.vllm", "run.num_threads")
+    local = {k: v for k, v in given.items() if k.startswith(local_keys)}
     values |= set_values
     build = cls.build
     if saved is not None:  # the run's own config, new budget
@@ -196,7 +197,7 @@ def train(
             "total_episodes": episodes,
             "progress": not no_progress,
             "output_dir": output,  # the run may have been moved or copied
-        } | acting | machine  # given ones only: the server may have moved
+        } | local
         values, build = saved | budget, cls.from_dict
     try:
         config = build(values)
