@@ -26,6 +26,7 @@ from llmgym.rl.weights import lora_state
 
 REF_HEAD_FILE = "reference_head.safetensors"
 AVERAGE_FILE = "weight_average.safetensors"  # optim.average_decay's average (llmgym.rl.averaging)
+ALGORITHM_FILE = "algorithm_state.safetensors"  # the algorithm's tensors (extra_tensors)
 TRAINING_STATS = ("count", "total", "outer")  # the whitener's statistics: only for training
 
 
@@ -101,6 +102,9 @@ class Checkpointing:
         average = self.average.state_dict()
         if average:
             save_file(_contiguous(average), str(tmp / AVERAGE_FILE))
+        tensors = self.extra_tensors()
+        if tensors:
+            save_file(_contiguous(tensors), str(tmp / ALGORITHM_FILE))
         torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
         kind, keys, pos, has_gauss, gauss = np.random.get_state()
         rng = {  # plain types and tensors only, so it loads with torch.load(weights_only=True)
@@ -231,8 +235,13 @@ class Checkpointing:
         """Hook: algorithm counters to checkpoint (JSON-serialisable)."""
         return {}
 
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        """Hook: restore what :meth:`extra_state` saved."""
+    def extra_tensors(self) -> dict[str, Any]:
+        """Hook: algorithm state held in tensors, to checkpoint (safetensors)."""
+        return {}
+
+    def load_extra_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
+        """Hook: restore what :meth:`extra_state` and :meth:`extra_tensors` saved (``tensors``
+        is empty for a checkpoint written without them)."""
 
     def latest_checkpoint(self) -> Path | None:
         return checkpoints.latest(self.run_dir / "checkpoints")
@@ -353,7 +362,8 @@ class Checkpointing:
             }
         if "np_rng" in state:
             self.np_rng.bit_generator.state = state["np_rng"]
-        self.load_extra_state(state)
+        algorithm = ckpt / ALGORITHM_FILE
+        self.load_extra_state(state, load_file(str(algorithm)) if algorithm.exists() else {})
         self.weights.cache.clear()
 
 

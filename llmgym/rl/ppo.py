@@ -260,10 +260,19 @@ class PPOTrainer(Trainer):
             self._return_sums[i] = decay * self._return_sums[i] + (1 - decay) * x
 
     def extra_state(self) -> dict[str, Any]:
-        return {"return_sums": self._return_sums}
+        memory = [{"actions": a, "returns": r} for _, a, r in self._q_memory]  # q_window's
+        return {"return_sums": self._return_sums, "q_memory": memory}
 
-    def load_extra_state(self, state: dict[str, Any]) -> None:
+    def extra_tensors(self) -> dict[str, Any]:
+        return {f"q_memory.{i}": features for i, (features, _, _) in enumerate(self._q_memory)}
+
+    def load_extra_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
         self._return_sums = list(state.get("return_sums", [0.0, 0.0, 0.0]))
+        memory = state.get("q_memory", [])  # absent: a checkpoint written before it was kept
+        self._q_memory.clear()
+        self._q_memory.extend(
+            (tensors[f"q_memory.{i}"], m["actions"], m["returns"]) for i, m in enumerate(memory)
+        )
 
     # ---- advantages ------------------------------------------------------------------------
 

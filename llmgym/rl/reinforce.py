@@ -65,7 +65,7 @@ class ReinforceTrainer(Trainer):
     def extra_state(self) -> dict[str, Any]:
         return {"ema": self._ema}
 
-    def load_extra_state(self, state: dict[str, Any]) -> None:
+    def load_extra_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
         self._ema = state.get("ema")
 
     # ---- advantages --------------------------------------------------------------------------

@@ -37,6 +37,24 @@ FAST = dict(
 )
 
 
+#: The LM-alone recipes' settings (``benchmarks/rl_from_scratch.sh``): LoRA, no head, the Q-critic
+#: over a window of updates on a trunk layer, the weights' average, an annealed rate.
+LM_ALONE = {
+    "action_head": False,
+    "train_backbone": True,
+    "q_critic": True,
+    "q_window": 3,
+    "q_step": 3.0,
+    "q_ridge": 0.0,
+    "head_layers": [1],
+    "lora.layers": 1,
+    "average_decay": 0.9,
+    "anneal_lr": True,
+    "update_epochs": 1,
+    "target_kl": None,
+}
+
+
 def _extra(algo: str) -> dict:
     return {"group_size": 4} if algo == "grpo" else {}
 
@@ -225,7 +243,8 @@ def test_final_evaluation_comes_after_the_last_checkpoint(tmp_path):
 @pytest.mark.parametrize(
     "algo, extra",
     [pytest.param(a, _extra(a), id=a) for a in ALGOS]
-    + [pytest.param("ppo", {"value_norm": True}, id="ppo-value_norm")],
+    + [pytest.param("ppo", {"value_norm": True}, id="ppo-value_norm")]
+    + [pytest.param("ppo", LM_ALONE, id="ppo-lm-alone")],
 )
 def test_resume_gives_the_same_next_update(algo, extra, tmp_path):
     cfg = dict(FAST, eval_episodes=8, **extra)
@@ -248,6 +267,20 @@ def test_resume_gives_the_same_next_update(algo, extra, tmp_path):
     for name, p in full.model.named_parameters():
         if p.requires_grad:
             assert torch.allclose(p, dict(resumed.model.named_parameters())[name], atol=1e-6)
+
+
+def test_resume_keeps_the_q_critics_memory(tmp_path):
+    # q_window's critic is fitted to the samples of the last q_window updates, so a resumed run
+    # must fit it to the same ones (before 2026-11-28 it restarted from an empty memory). The
+    # test above cannot see it: on the bandit every fit is exact.
+    cfg = dict(FAST, **LM_ALONE)
+    run = make_trainer("ppo", total_episodes=32, output_dir=str(tmp_path), **cfg)
+    run.train()  # two updates, then a checkpoint
+    resumed = make_trainer("ppo", total_episodes=48, output_dir=str(tmp_path), **cfg)
+    resumed.load_checkpoint()
+    assert len(resumed._q_memory) == len(run._q_memory) == 2
+    for (f1, a1, r1), (f2, a2, r2) in zip(run._q_memory, resumed._q_memory):
+        assert torch.equal(f1, f2) and a1 == a2 and r1 == r2
 
 
 def test_sft_lowers_demo_nll(tmp_path):
