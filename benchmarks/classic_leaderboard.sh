@@ -21,9 +21,9 @@ $SB3 $B --suite classic --agents random,optimal,sb3-ppo,sb3-dqn,sb3-a2c
 # little; the envs with continuous observations cost a forward pass per step (~3 env-steps/s on
 # one core): 500 episodes on CartPole (~10 steps each zero-shot), 30 on the long-horizon envs in
 # score mode (it needs discrete actions: not Pendulum or MountainCarContinuous) and 30 in
-# generate mode (the committed records hold fewer for MountainCarContinuous: see "How it was
-# made" in docs/results/leaderboard.md). --batch-size 10 on the long ones, so that an
-# interruption loses at most 10 episodes. The long-horizon cells take hours: rerun to resume.
+# generate mode. --batch-size 10 on the long ones, so that an interruption loses at most 10
+# episodes. The long-horizon cells take hours (MountainCarContinuous's took three sessions: "The
+# long cells" in docs/results/leaderboard.md): rerun to resume.
 source "$(dirname "$0")/leaderboard_agents.sh"
 $B --envs Text-Blackjack-v1 --agents "$ZS" --episodes 500
 $B --envs $EXACT_ENVS --agents "$ZS" --episodes 100

@@ -131,6 +131,12 @@ GOALS = [
         lambda r: r["eval_value"] >= 195 and r["env_steps"] <= 20000,
     ),
     Goal(
+        "CartPole, the LM alone (`q_critic`), the stretch goal",
+        "cartpole-lm-ppo-s",
+        "greedy mean >= 195 over 20 episodes within 20,000 env steps",
+        lambda r: r["eval_value"] >= 195 and r["env_steps"] <= 20000,
+    ),
+    Goal(
         "Arithmetic, generate mode",
         "arithmetic-reinforce-s",
         "held-out accuracy >= zero-shot + 0.10",

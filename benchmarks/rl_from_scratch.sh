@@ -294,8 +294,9 @@ for name in "${@:-${ALL[@]}}"; do
       # average (average_decay 0.9) for the evaluations. About 2 env steps/s here (one thread,
       # one other job): its 20,000 steps take about 3 hours, so it stops once a greedy
       # evaluation (every 4 updates, 8 episodes) reaches 195; the final one (20 episodes) decides.
-      # Start it first in a session, alone (THREADS=2): its 9 MB checkpoints are too big to commit
-      # as a snapshot, so a run cut off by the session's end starts over.
+      # Start it first in a session, alone (THREADS=2): its checkpoints (the critic's memory of
+      # 10 updates included) are too big to commit as a snapshot, so RESUME=1 continues it only
+      # where the machine keeps runs/.
       cartpole "$name" "${LM_ALONE[@]}" --set train_backbone=true --set 'head_layers=[8]' \
         --set gamma=0.995 --set average_decay=0.9 --eval-every 4 --eval-episodes 8 \
         --stop-at 195 ;;
