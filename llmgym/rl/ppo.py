@@ -260,7 +260,8 @@ class PPOTrainer(Trainer):
             self._return_sums[i] = decay * self._return_sums[i] + (1 - decay) * x
 
     def extra_state(self) -> dict[str, Any]:
-        memory = [{"actions": a, "returns": r} for _, a, r in self._q_memory]  # q_window's
+        # q_window's samples; their features go in extra_tensors
+        memory = [{"actions": a, "returns": r} for _, a, r in self._q_memory]
         return {"return_sums": self._return_sums, "q_memory": memory}
 
     def extra_tensors(self) -> dict[str, Any]:
