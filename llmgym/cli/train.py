@@ -159,7 +159,7 @@ def train(
     }  # the others keep the algorithm config's defaults (the ones --help shows)
     env_kwargs = key_values(env_kwarg, "--env-kwarg")
     set_values = key_values(set_, "--set")
-    saved = None
+    saved, ignored = None, ""
     if resume:  # the run's own config (env, model, algorithm: refused if they differ)
         asked = {"env_id": env_id, "algo": algo} if _given(ctx, "algo") else {"env_id": env_id}
         if env_kwarg:
@@ -199,6 +199,7 @@ def train(
             "output_dir": output,  # the run may have been moved or copied
         } | local
         values, build = saved | budget, cls.from_dict
+        ignored = _not_applied(saved, given | set_values, {canonical_key(k) for k in budget})
     try:
         config = build(values)
         config.validate()  # every value and combination, before any model loads
@@ -219,6 +220,8 @@ def train(
                 f"{_trained(config)}), {config.run.num_envs} envs{processes}, "
                 f"budget {_budget(config)} -> {output}"
             )
+        if main and ignored:
+            console.print(escape(ignored))
         if main and config.optim.average_decay:
             console.print(
                 "Evaluations and the saved policies use the weights' average (optim.average_decay="
@@ -393,6 +396,26 @@ def _budget(config: Any) -> str:
 
 
 _UNKNOWN = {"mean_return": math.nan}
+
+
+def _not_applied(saved: dict[str, Any], asked: dict[str, Any], taken: set[str]) -> str:
+    """A sentence naming the options given to ``--resume`` that the run's own config overrides
+    ("" when none)."""
+    from llmgym.rl.checkpoints import not_applied
+
+    labels = {key: f"--{name.replace('_', '-')}" for name, key in CONFIG_OPTIONS.items()}
+    asked = {k: v for k, v in asked.items() if canonical_key(k) not in taken}
+    parts = []
+    for key, (new, old) in not_applied(saved, asked).items():
+        option = f"{labels[key]} {new}" if key in labels else f"--set {key}={new}"
+        parts.append(f"{option} (the run's: {old})")
+    if not parts:
+        return ""
+    return (
+        "--resume continues the run with its own settings, so these were not applied: "
+        + ", ".join(parts)
+        + "; pass another --output to start a new run with them."
+    )
 
 
 def _start_value(trainer: Any, run_dir: Path, episodes: int, resume: bool) -> dict[str, Any]:

@@ -226,6 +226,25 @@ def check_resume(run_dir: str | Path, saved: dict[str, Any], asked: dict[str, An
             )
 
 
+def not_applied(saved: dict[str, Any], asked: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """The settings in ``asked`` (keys flat or dotted) that differ from run ``saved``'s own,
+    which a resume keeps: key -> (asked, the run's).
+
+    Example:
+        >>> saved = {"optim": {"learning_rate": 0.003}, "gamma": 0.99}
+        >>> not_applied(saved, {"optim.learning_rate": 1e-4, "gamma": 0.99})
+        {'optim.learning_rate': (0.0001, 0.003)}
+    """
+    from llmgym.rl.config import canonical_key, flat_view
+
+    own = {canonical_key(k): v for k, v in flat_view(saved).items()}
+    return {
+        key: (value, own[canonical_key(key)])
+        for key, value in asked.items()
+        if own.get(canonical_key(key), value) != value
+    }
+
+
 def _label(key: str) -> str:
     return {"env_id": "in", "env_kwargs": "with env kwargs", "algo": "with"}.get(key, key)
 

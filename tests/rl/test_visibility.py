@@ -90,6 +90,26 @@ def test_resume_takes_this_machines_threads(tmp_path, monkeypatch):
     assert asked[0] == 1 and asked[-1] == 2, asked
 
 
+def test_resume_names_the_options_it_does_not_apply(tmp_path, capsys):
+    # The run keeps its own recipe on --resume: a changed --lr or --set is named, not dropped
+    # in silence; the budget and options repeated unchanged are not.
+    args = ["train", BANDIT, *ARGS, "--no-start-eval", "--output", str(tmp_path / "run")]
+    result = CliRunner().invoke(app, [*args, "--steps", "4", "--lr", "0.003"])
+    assert result.exit_code == 0, result.output
+    capsys.readouterr()
+    more = ["--steps", "8", "--lr", "0.0001", "--set", "gamma=0.5", "--resume"]
+    result = CliRunner().invoke(app, [*args, *more])
+    assert result.exit_code == 0, result.output
+    text = " ".join((result.output + capsys.readouterr().out).split())
+    assert (
+        "--resume continues the run with its own settings, so these were not applied: --lr "
+        "0.0001 (the run's: 0.003), --set gamma=0.5 (the run's: 1.0); pass another --output"
+    ) in text, text
+    result = CliRunner().invoke(app, [*args, "--steps", "12", "--lr", "0.003", "--resume"])
+    assert result.exit_code == 0, result.output
+    assert "not applied" not in result.output + capsys.readouterr().out
+
+
 def test_the_bar_counts_the_episodes_that_whole_updates_train(tmp_path, capsys):
     # The budget is checked after each update of 4 episodes, so --episodes 6 trains 8; the bar
     # said 6/6 at the end of them.
