@@ -53,6 +53,7 @@ from llmgym.policy.prompts import (
     completion_text,
     encode,
     split_infos,
+    without_system_role,
 )
 from llmgym.policy.samples import ActionSample, PolicyOutput
 from llmgym.policy.score import ScoreMode, first_missing
@@ -161,7 +162,7 @@ class LLMPolicy(ScoreMode):
             messages = [dict(m) for m in info["messages"]]
             if self.config.think and messages and messages[0]["role"] == "system":
                 messages[0]["content"] += THINK_SUFFIX
-            return messages
+            return messages if self.defaults.system_role else without_system_role(messages)
         history = self.histories.get(index)
         return build_messages(
             str(info.get("system_prompt", "")),

@@ -45,10 +45,16 @@ def build_messages(
     for obs, answer in turns:
         messages += [{"role": "user", "content": obs}, {"role": "assistant", "content": answer}]
     messages.append({"role": "user", "content": observation})
-    if not system_role:
-        first = messages[1]
-        messages = [{"role": "user", "content": f"{system}\n\n{first['content']}"}, *messages[2:]]
-    return messages
+    return messages if system_role else without_system_role(messages)
+
+
+def without_system_role(messages: list[Message]) -> list[Message]:
+    """``messages`` for a model without a system role: the system prompt opens the first user
+    message (see :func:`build_messages`)."""
+    if len(messages) < 2 or messages[0]["role"] != "system":
+        return messages
+    system, first = messages[0]["content"], messages[1]["content"]
+    return [{"role": "user", "content": f"{system}\n\n{first}"}, *messages[2:]]
 
 
 def completion_text(action: str, prefilled: bool) -> str:
@@ -104,4 +110,5 @@ __all__ = [
     "candidate_ids",
     "completion_text",
     "encode",
+    "without_system_role",
 ]

@@ -27,7 +27,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
 import llmgym  # noqa: F401  (registers the Text-* ids)
@@ -39,6 +38,7 @@ from llmgym.rl import checkpoints
 from llmgym.rl.checkpointing import Checkpointing
 from llmgym.rl.config import TrainConfig
 from llmgym.rl.distributed import Processes
+from llmgym.rl.envs import make_envs
 from llmgym.rl.logger import MetricsLogger
 from llmgym.rl.metrics import (
     collapse_warnings,
@@ -54,13 +54,6 @@ from llmgym.rollout import Episode, cached, play
 
 EVAL_SEED_BASE = 1_000_000
 """Evaluation episodes use seeds ``EVAL_SEED_BASE + i``: disjoint from training seeds."""
-
-
-def make_envs(env_id: str, n: int, env_kwargs: dict[str, Any] | None = None) -> list[gym.Env]:
-    """``n`` independent copies of a text env (reset each with an explicit seed)."""
-    if env_id not in gym.registry:
-        raise TrainingError(f"Unknown environment {env_id!r}; run `llmgym envs` to list them.")
-    return [gym.make(env_id, **(env_kwargs or {})) for _ in range(n)]
 
 
 class Trainer(UpdateSteps, Checkpointing):
@@ -116,13 +109,15 @@ class Trainer(UpdateSteps, Checkpointing):
         self.weights = Weights(config)
         self.model = self.weights.prepare(model)
         self.policy = self._make_policy(policy_config)
-        # No env_id: the trainer only updates on episodes handed to it (llmgym.Agent).
-        self.envs = make_envs(run.env_id, run.num_envs, run.env_kwargs) if run.env_id else []
+        # No env_id: the trainer only updates on episodes handed to it (llmgym.Agent). The envs
+        # keep the chat history (policy.history), so it follows each env's episodes.
+        make = partial(make_envs, run.env_id, run.num_envs, history=config.policy.history)
+        self.envs = make(run.env_kwargs) if run.env_id else []
         # Evaluation runs under the registered step limit, on held-out problems where split.
         self.eval_kwargs = evaluation_kwargs(run.env_kwargs)
         self.eval_envs = self.envs
         if run.env_id and self.eval_kwargs != run.env_kwargs:
-            self.eval_envs = make_envs(run.env_id, run.num_envs, self.eval_kwargs)
+            self.eval_envs = make(self.eval_kwargs)
         self.iteration = 0
         self.env_steps = 0
         self.episodes_done = 0
@@ -263,7 +258,7 @@ class Trainer(UpdateSteps, Checkpointing):
             metrics = self.update(clean, acted) | gap
             self.adapt_entropy(metrics.get("charts/entropy"))
             if self.config.sft.during_rl > 0:
-                from llmgym.rl.sft import continued_sft
+                from llmgym.rl.algorithms.sft import continued_sft
 
                 metrics |= continued_sft(self, clean)
             self.average.update()
@@ -389,7 +384,7 @@ class Trainer(UpdateSteps, Checkpointing):
         metrics: dict[str, Any] = {}
         warm = self.config.sft.source != "none"
         if warm:
-            from llmgym.rl.sft import warm_start
+            from llmgym.rl.algorithms.sft import warm_start
 
             metrics |= warm_start(self)
             self.sync_acting_weights()

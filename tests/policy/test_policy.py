@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -172,6 +174,24 @@ def test_history_keeps_the_last_turns(tiny):
     assert second.messages[1]["content"] == obs and second.messages[2]["content"] == first.text
     policy.reset([0])
     assert len(policy.act([obs2], [info])[0].messages) == 2
+
+
+@pytest.mark.parametrize("system_role", [True, False])
+def test_a_chat_kept_by_the_env_reads_as_the_policys_own(tiny, system_role):
+    """``gym.make(..., history=k)`` (how training keeps the history) gives the prompts the
+    policy's own history gives, for a model with or without a system role."""
+    model, tokenizer = tiny
+    own, kept = (LLMPolicy(model, tokenizer, PolicyConfig(history=1)) for _ in range(2))
+    for policy in (own, kept):
+        policy.defaults = dataclasses.replace(policy.defaults, system_role=system_role)
+    plain, wrapped = gym.make("Text-CartPole-v1"), gym.make("Text-CartPole-v1", history=1)
+    (obs, info), (_, env_info) = plain.reset(seed=0), wrapped.reset(seed=0)
+    for _ in range(3):
+        [a], [b] = own.act([obs], [info]), kept.act([obs], [env_info])
+        assert a.messages == b.messages and a.prompt_ids == b.prompt_ids
+        obs, *_, info = plain.step(a.text)
+        _, *_, env_info = wrapped.step(a.text)
+    assert len(a.messages) == (4 if system_role else 3) and not kept.histories
 
 
 def test_vector_env_infos_are_split(tiny):
