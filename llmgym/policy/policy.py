@@ -12,8 +12,8 @@ Two modes:
 Prompts are the model's own chat template applied to (system prompt, last ``history`` turns,
 observation), left-padded into one batch. The prompt prefix that all envs share (the system
 prompt, usually) is encoded once, at batch size 1, and kept across calls while the weights
-stay the same. ``evaluate`` recomputes the log-probabilities of acted samples with gradients,
-for trainers.
+stay the same. ``forward_samples`` recomputes the log-probabilities of acted samples with
+gradients, for trainers.
 
 An optional :class:`~llmgym.policy.action_head.ActionHead` (score mode) adds a learned,
 state-specific score to each candidate; with ``memoize=True`` (a frozen backbone) each distinct
@@ -34,6 +34,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -66,8 +67,8 @@ class LLMPolicy(ScoreMode):
     needs only the tokenizer), or through any ``backend`` given (``llmgym.policy.backends``):
     the policy builds the prompts, samples and adds the action head; the backend runs the model.
 
-    ``act`` samples under ``torch.no_grad``; ``evaluate`` recomputes the same log-probs with
-    gradients. Per-env chat history (``config.history > 0``) is kept by env index; call
+    ``act`` samples under ``torch.no_grad``; ``forward_samples`` recomputes the same log-probs
+    with gradients. Per-env chat history (``config.history > 0``) is kept by env index; call
     ``reset(indices)`` when those envs start a new episode. An info that already carries
     ``messages`` (``gym.make(..., history=k)``) is used as is.
     """
@@ -350,7 +351,7 @@ class LLMPolicy(ScoreMode):
         return samples
 
     # ----------------------------------------------------------------------------- training
-    def evaluate(
+    def forward_samples(
         self, samples: Sequence[ActionSample], *, shared_prefix: bool = False
     ) -> PolicyOutput:
         """Log-probs, entropies and hidden states of ``samples`` under the current weights,
@@ -362,10 +363,22 @@ class LLMPolicy(ScoreMode):
         prompt) is encoded once without gradient and its KV cache reused; the gradient flows
         through the rest of each prompt and the candidates (cheaper training updates)."""
         if self.config.mode == "score" or all(s.candidate_ids for s in samples):
-            return self._evaluate_score(samples, shared_prefix)
-        return self._evaluate_generate(samples)
+            return self._forward_score(samples, shared_prefix)
+        return self._forward_generate(samples)
 
-    def _evaluate_generate(self, samples: Sequence[ActionSample]) -> PolicyOutput:
+    def evaluate(
+        self, samples: Sequence[ActionSample], *, shared_prefix: bool = False
+    ) -> PolicyOutput:
+        """Deprecated alias of :meth:`forward_samples` (it shares a name with the evaluator);
+        removed in the release after 0.1."""
+        warnings.warn(
+            "LLMPolicy.evaluate is deprecated; use LLMPolicy.forward_samples.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.forward_samples(samples, shared_prefix=shared_prefix)
+
+    def _forward_generate(self, samples: Sequence[ActionSample]) -> PolicyOutput:
         token_logprobs, entropy, hidden = self.update_backend.completion_logprobs(
             [s.prompt_ids for s in samples],
             [s.completion_ids for s in samples],

@@ -39,7 +39,7 @@ class ActionSample:
 
 @dataclass
 class PolicyOutput:
-    """``LLMPolicy.evaluate``'s differentiable outputs for a batch of samples."""
+    """``LLMPolicy.forward_samples``' differentiable outputs for a batch of samples."""
 
     logprob: torch.Tensor
     """[B] log pi(taken | prompt)."""

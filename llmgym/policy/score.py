@@ -195,7 +195,7 @@ class ScoreMode:
         """The action head's whitened state features (the raw hidden state without a head)."""
         return self.head.whitener(hidden) if self.head is not None else hidden.float()
 
-    def _evaluate_score(
+    def _forward_score(
         self, samples: Sequence[ActionSample], shared_prefix: bool = False
     ) -> PolicyOutput:
         prompts = [s.prompt_ids for s in samples]

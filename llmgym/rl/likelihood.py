@@ -12,10 +12,10 @@ from typing import Any
 
 
 def evaluate_cached(policy: Any, samples: list[Any]) -> Any:
-    """``policy.evaluate`` with the shared system-prompt prefix encoded once without gradient
-    (score mode with the prefix cache on, two samples or more); otherwise plain."""
+    """``policy.forward_samples`` with the shared system-prompt prefix encoded once without
+    gradient (score mode with the prefix cache on, two samples or more); otherwise plain."""
     shared = policy.config.mode == "score" and policy.config.prefix_cache and len(samples) > 1
-    return policy.evaluate(samples, shared_prefix=shared)
+    return policy.forward_samples(samples, shared_prefix=shared)
 
 
 def sequence_mean_logprob(out: Any, mode: str) -> Any:

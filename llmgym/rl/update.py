@@ -105,11 +105,12 @@ class UpdateSteps:
     # ---- the policy as the update sees it --------------------------------------------------
 
     def evaluate_samples(self, samples: Sequence[Any]) -> Any:
-        """``policy.evaluate`` (differentiable log-probs, entropy, hidden state), through the
-        shared-prefix KV cache when ``prefix_cache_grad`` is on (see :func:`evaluate_cached`)."""
+        """``policy.forward_samples`` (differentiable log-probs, entropy, hidden state),
+        through the shared-prefix KV cache when ``prefix_cache_grad`` is on (see
+        :func:`evaluate_cached`)."""
         if self.config.optim.prefix_cache_grad:
             return evaluate_cached(self.policy, list(samples))
-        return self.policy.evaluate(list(samples))
+        return self.policy.forward_samples(list(samples))
 
     def recompute(self, samples: Sequence[Any]) -> list[Any]:
         """``evaluate_samples`` without autograd, ``micro_batch_size`` samples at a time: the

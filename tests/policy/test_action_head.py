@@ -41,7 +41,7 @@ def _p_good(policy: LLMPolicy) -> list[float]:
     info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
     with torch.no_grad():
         samples = policy.act([room for room, _ in ROOMS], [info, info])
-        out = policy.evaluate(samples)
+        out = policy.forward_samples(samples)
     probs = []
     for (_, good), sample, logp in zip(ROOMS, samples, out.logprob.exp().tolist()):
         taken = sample.valid_actions[sample.action_index]

@@ -1,4 +1,4 @@
-"""LLMPolicy on the tiny model: batching, padding, KV-cache scoring, evaluate(), LoRA."""
+"""LLMPolicy on the tiny model: batching, padding, KV-cache scoring, forward_samples(), LoRA."""
 
 from __future__ import annotations
 
@@ -132,11 +132,11 @@ def test_generate_stops_at_end_of_turn(tiny, blackjack):
 
 
 @pytest.mark.parametrize("mode", ["score", "generate"])
-def test_evaluate_matches_act_and_has_gradients(tiny, blackjack, mode):
+def test_forward_samples_matches_act_and_has_gradients(tiny, blackjack, mode):
     model, tokenizer = tiny
     policy = LLMPolicy(model, tokenizer, PolicyConfig(mode=mode, temperature=3, max_new_tokens=4))
     samples = policy.act(*blackjack)
-    out = policy.evaluate(samples)
+    out = policy.forward_samples(samples)
     acted = torch.tensor([sum(s.logprobs) for s in samples])
     torch.testing.assert_close(out.logprob.detach(), acted, atol=1e-4, rtol=0)
     assert out.entropy.shape == (4,) and bool((out.entropy >= 0).all())
@@ -147,6 +147,19 @@ def test_evaluate_matches_act_and_has_gradients(tiny, blackjack, mode):
     assert model.model.layers[0].self_attn.q_proj.weight.grad.abs().sum() > 0
 
 
+def test_evaluate_is_a_deprecated_alias_of_forward_samples(tiny, blackjack):
+    model, tokenizer = tiny
+    policy = LLMPolicy(model, tokenizer, PolicyConfig(mode="score"))
+    samples = policy.act(*blackjack)
+    message = r"^LLMPolicy\.evaluate is deprecated; use LLMPolicy\.forward_samples\.$"
+    with pytest.warns(DeprecationWarning, match=message) as record:
+        old = policy.evaluate(samples, shared_prefix=True)
+    assert len(record) == 1 and record[0].filename == __file__  # points at the caller
+    new = policy.forward_samples(samples, shared_prefix=True)
+    for field in dataclasses.fields(new):
+        torch.testing.assert_close(getattr(old, field.name), getattr(new, field.name))
+
+
 def test_prefix_cache_follows_weight_updates(tiny, cartpole):
     model, tokenizer = tiny
     config = PolicyConfig(normalization="token", temperature=100)
@@ -154,7 +167,7 @@ def test_prefix_cache_follows_weight_updates(tiny, cartpole):
     policy.act(*cartpole)
     assert policy.stats["cached_tokens"] > 0
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.05)
-    policy.evaluate(policy.act(*cartpole)).logprob.sum().backward()
+    policy.forward_samples(policy.act(*cartpole)).logprob.sum().backward()
     optimizer.step()
     after = policy.act(*cartpole)
     fresh = LLMPolicy(model, tokenizer, config).act(*cartpole)
@@ -224,11 +237,11 @@ def test_works_with_a_lora_model_and_its_disabled_adapter(blackjack):
     base, tokenizer = tiny_model(1)
     reference = LLMPolicy(base, tokenizer, PolicyConfig(mode="generate", max_new_tokens=4))
     samples = reference.act(*blackjack)
-    base_logprob = reference.evaluate(samples).logprob.detach()
+    base_logprob = reference.forward_samples(samples).logprob.detach()
     lora_config = peft.LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
     model = peft.get_peft_model(base, lora_config)
     policy = LLMPolicy(model, tokenizer, reference.config)
-    out = policy.evaluate(samples)
+    out = policy.forward_samples(samples)
     assert not torch.allclose(out.logprob.detach(), base_logprob, atol=1e-4)
     out.logprob.sum().backward()
     lora_grads = [p.grad for n, p in model.named_parameters() if "lora_" in n]
@@ -236,7 +249,7 @@ def test_works_with_a_lora_model_and_its_disabled_adapter(blackjack):
     policy.act(*blackjack)  # fills the prefix cache under the adapter
     with model.disable_adapter(), torch.no_grad():
         torch.testing.assert_close(
-            policy.evaluate(samples).logprob, base_logprob, atol=1e-4, rtol=0
+            policy.forward_samples(samples).logprob, base_logprob, atol=1e-4, rtol=0
         )
         policy.generator.manual_seed(reference.config.seed)
         again = policy.act(*blackjack)  # the cache must follow the adapter switch
@@ -256,7 +269,7 @@ def test_generate_stops_when_the_answer_closes(tiny, cartpole):
         assert "}" not in body[:-1]
 
 
-def test_shared_prefix_evaluate_matches_plain_evaluate():
+def test_shared_prefix_forward_matches_the_plain_one():
     import gymnasium as gym
     import torch
 
@@ -268,8 +281,8 @@ def test_shared_prefix_evaluate_matches_plain_evaluate():
     envs = [gym.make("Text-Blackjack-v1") for _ in range(3)]
     obs, infos = zip(*(env.reset(seed=i) for i, env in enumerate(envs)))
     samples = policy.act(list(obs), list(infos))
-    plain = policy.evaluate(samples)
-    shared = policy.evaluate(samples, shared_prefix=True)
+    plain = policy.forward_samples(samples)
+    shared = policy.forward_samples(samples, shared_prefix=True)
     assert torch.allclose(plain.logprob, shared.logprob, atol=1e-4)
     assert torch.allclose(plain.entropy, shared.entropy, atol=1e-4)
     assert shared.logprob.requires_grad
@@ -290,7 +303,7 @@ def test_generate_writes_the_env_answer_prefill(tiny):
     prompt = tokenizer.decode(sample.prompt_ids)
     assert prompt.endswith('{"answer": ') and sample.text.startswith('{"answer": ')
     assert PREFILL not in prompt
-    out = policy.evaluate([sample])
+    out = policy.forward_samples([sample])
     assert torch.allclose(out.token_logprobs[0], torch.tensor(sample.logprobs), atol=1e-4)
     # prefill off: nothing written for the model; score mode keeps the action prefill
     off = LLMPolicy(model, tokenizer, PolicyConfig(mode="generate", prefill=False))
@@ -326,7 +339,7 @@ def test_a_backend_passed_in_does_the_model_work(tiny, blackjack, mode):
     samples = policy.act(*blackjack)
     default = LLMPolicy(model, tokenizer, config).act(*blackjack)
     assert [s.text for s in samples] == [s.text for s in default]
-    policy.evaluate(samples)
+    policy.forward_samples(samples)
     acting = "score" if mode == "score" else "generate"
     training = "score" if mode == "score" else "completion_logprobs"
     assert calls == [acting, training]

@@ -60,7 +60,7 @@ def states():
 
 def outputs(model, tokenizer, states, *, fast, mode, shared=True, layers=(-1,), lm_prior=True):
     """(log-probs, entropies, hidden states, token log-probs, gradients by name, stats) of
-    ``evaluate`` over acted samples (two of them repeated), on the fast or the plain path."""
+    ``forward_samples`` over acted samples (two of them repeated), on the fast or the plain path."""
     trunk.FROZEN_TRUNK = fast
     try:
         head = None
@@ -76,7 +76,7 @@ def outputs(model, tokenizer, states, *, fast, mode, shared=True, layers=(-1,), 
             samples = policy.act(*states)
         samples = samples + samples[:2]
         model.zero_grad(set_to_none=True)
-        out = policy.evaluate(samples, shared_prefix=shared)
+        out = policy.forward_samples(samples, shared_prefix=shared)
         loss = out.logprob.sum() + out.entropy.sum() + 0.01 * out.hidden.float().pow(2).sum()
         loss.backward()
         grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
@@ -138,7 +138,7 @@ def test_generate_mode_fast_path_equals_plain(lora_model, states):
     model, tokenizer = lora_model
     plain = outputs(model, tokenizer, states, fast=False, mode="generate")
     fast = outputs(model, tokenizer, states, fast=True, mode="generate")
-    assert_same(plain, fast, fast_acting=False)  # generation runs whole; evaluate is fast
+    assert_same(plain, fast, fast_acting=False)  # generation runs whole; forward_samples is fast
 
 
 def test_reference_with_the_adapter_off_equals_plain(lora_model, states):
@@ -152,7 +152,7 @@ def test_reference_with_the_adapter_off_equals_plain(lora_model, states):
             with torch.no_grad():
                 samples = policy.act(*states)
                 with model.disable_adapter():
-                    results.append(policy.evaluate(samples, shared_prefix=True).logprob)
+                    results.append(policy.forward_samples(samples, shared_prefix=True).logprob)
         finally:
             trunk.FROZEN_TRUNK = True
     torch.testing.assert_close(results[1], results[0], atol=ATOL, rtol=0)
@@ -165,16 +165,16 @@ def test_trunk_states_follow_a_trunk_weight_change_and_a_full_store(lora_model, 
     policy.backend.trunk.store.limit = 4096  # a few sequences: most are dropped and recomputed
     with torch.no_grad():
         samples = policy.act(*states)
-        first = policy.evaluate(samples, shared_prefix=True).logprob
-        again = policy.evaluate(samples, shared_prefix=True).logprob
+        first = policy.forward_samples(samples, shared_prefix=True).logprob
+        again = policy.forward_samples(samples, shared_prefix=True).logprob
         torch.testing.assert_close(again, first, atol=ATOL, rtol=0)
         weight = model.get_base_model().model.layers[0].mlp.down_proj.weight
         saved = weight.clone()
         try:
             weight.mul_(1.5)  # the trunk changed: its kept states are void
-            changed = policy.evaluate(samples, shared_prefix=True).logprob
+            changed = policy.forward_samples(samples, shared_prefix=True).logprob
             trunk.FROZEN_TRUNK = False
-            want = policy.evaluate(samples, shared_prefix=True).logprob
+            want = policy.forward_samples(samples, shared_prefix=True).logprob
         finally:
             trunk.FROZEN_TRUNK = True
             weight.copy_(saved)
@@ -286,11 +286,11 @@ def test_generation_keeps_the_trunk_states_its_update_reads(lora_model, states):
     with torch.no_grad():
         samples = policy.act(*states)
         before = dict(policy.stats)
-        fast = policy.evaluate(samples)
+        fast = policy.forward_samples(samples)
         assert policy.stats == before  # every row was kept: nothing ran through the trunk
         trunk.FROZEN_TRUNK = False
         try:
-            plain = policy.evaluate(samples)
+            plain = policy.forward_samples(samples)
         finally:
             trunk.FROZEN_TRUNK = True
     torch.testing.assert_close(fast.logprob, plain.logprob, atol=ATOL, rtol=0)
@@ -306,11 +306,11 @@ def test_without_gradient_a_row_scored_under_the_same_weights_is_reused(lora_mod
     with torch.no_grad():
         samples = policy.act(*states)
         ran = policy.stats["trunk_cached_tokens"]
-        reused = policy.evaluate(samples, shared_prefix=True)
+        reused = policy.forward_samples(samples, shared_prefix=True)
         assert policy.stats["trunk_cached_tokens"] == ran
         trunk.FROZEN_TRUNK = False
         try:
-            plain = policy.evaluate(samples, shared_prefix=True)
+            plain = policy.forward_samples(samples, shared_prefix=True)
         finally:
             trunk.FROZEN_TRUNK = True
         torch.testing.assert_close(reused.logprob, plain.logprob, atol=ATOL, rtol=0)
@@ -318,7 +318,7 @@ def test_without_gradient_a_row_scored_under_the_same_weights_is_reused(lora_mod
         lora = next(p for n, p in model.named_parameters() if "lora_B" in n)
         lora.add_(0.01)
         try:
-            policy.evaluate(samples, shared_prefix=True)
+            policy.forward_samples(samples, shared_prefix=True)
             assert policy.stats["trunk_cached_tokens"] > ran
         finally:
             lora.sub_(0.01)
@@ -335,10 +335,10 @@ def test_without_a_head_acting_keeps_the_features_its_update_reads(lora_model, s
     with torch.no_grad():
         samples = policy.act(*states)
         before = dict(policy.stats)
-        old = policy.evaluate(samples, shared_prefix=True)
+        old = policy.forward_samples(samples, shared_prefix=True)
         assert policy.stats == before  # the acting pass's rows, reused as they are
     model.zero_grad(set_to_none=True)
-    out = policy.evaluate(samples, shared_prefix=True)
+    out = policy.forward_samples(samples, shared_prefix=True)
     assert policy.stats["prompt_tokens"] == before["prompt_tokens"]  # no trunk pass
     (out.logprob.sum() + 0.01 * out.hidden.pow(2).sum()).backward()
     torch.testing.assert_close(out.logprob.detach(), old.logprob, atol=ATOL, rtol=0)

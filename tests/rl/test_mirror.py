@@ -39,7 +39,7 @@ def test_a_mirrored_sample_is_the_negated_state_with_the_other_action(tmp_path):
         assert image.messages[:-1] == step.sample.messages[:-1]  # the same system prompt
         assert image.candidate_ids == step.sample.candidate_ids  # the same answers
     with torch.no_grad():
-        out = trainer.policy.evaluate(mirrored)
+        out = trainer.policy.forward_samples(mirrored)
     assert torch.isfinite(out.logprob).all() and out.logprob.shape == (len(steps),)
 
 
