@@ -48,8 +48,8 @@ Actor = Callable[[list[str], list[dict[str, Any]]], Sequence[Any]]
 class Step:
     """One turn: what the actor answered (``sample``: its text, or an object whose ``text`` the
     env saw) to ``observation``, and what followed (``info``: the env's info after the step,
-    with its ``parse`` result). ``advantage``, ``ret`` and ``value`` are filled in by the
-    trainers."""
+    with its ``parse`` result). A record of the rollout: trainers read it and build their own
+    batch (advantages, returns, values) from it."""
 
     sample: Any
     reward: float
@@ -60,9 +60,6 @@ class Step:
     num_actions: int = 0
     observation: str = ""
     info: dict[str, Any] = field(default_factory=dict)
-    advantage: float = 0.0
-    ret: float = 0.0
-    value: float = 0.0
     raw_observation: Any = None
     """The base env's observation the answer was to (``info["raw_obs"]`` when acting)."""
 

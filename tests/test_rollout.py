@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 
 import gymnasium as gym
 import pytest
 
 import llmgym  # noqa: F401  (registers the Text-* ids)
-from llmgym.rollout import cached, play
+from llmgym.rollout import Step, cached, play
 
 
 def _envs(n, **kwargs):
@@ -79,3 +80,14 @@ def test_cached_actor_is_called_once_per_state():
     episodes = play(memo, _envs(4, is_slippery=False), [0, 1, 2, 3])
     assert _trace(episodes) == _trace(play(_down, _envs(1, is_slippery=False), [0, 1, 2, 3]))
     assert len(calls) == len(set(calls)) == episodes[0].length
+
+
+def test_a_step_records_the_turn_and_nothing_a_trainer_computes():
+    """Trainers build their own batch from the steps: the dead ``advantage``, ``ret`` and
+    ``value`` fields are gone (issue 50), and a step is built as ``play`` builds it."""
+    names = [f.name for f in dataclasses.fields(Step)]
+    assert not {"advantage", "ret", "value"} & set(names)
+    [episode] = play(_down, _envs(1), [0], max_steps=1)
+    step = episode.steps[0]
+    assert (step.action, step.num_actions, step.parse_ok) == ("DOWN", 4, True)
+    assert step.raw_observation == 0 and step.info["parse"]["ok"]
