@@ -1,6 +1,6 @@
 """The ``llmgym`` command line: the typer ``app``, one module per command (``envs``, ``play``,
-``eval``, ``bench``, ``baselines``, ``train``, ``plot``, ``serve``) and ``main``, the console
-script.
+``eval``, ``bench``, ``baselines``, ``train``, ``plot``, ``recipes``, ``serve``) and ``main``,
+the console script.
 
 Example:
     >>> from typer.testing import CliRunner
@@ -15,7 +15,7 @@ import sys
 
 import typer
 
-from llmgym.cli import bench, envs, export, serve, train
+from llmgym.cli import bench, envs, export, recipes, serve, train
 from llmgym.cli import eval as evaluate
 from llmgym.cli.checks import OneLineErrors
 
@@ -30,6 +30,7 @@ envs.register(app)  # envs, play
 evaluate.register(app)
 bench.register(app)  # bench, baselines train
 train.register(app)  # train, plot
+recipes.register(app)
 serve.register(app)
 export.register(app)
 

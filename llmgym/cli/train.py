@@ -31,8 +31,8 @@ from llmgym.cli.checks import (
     key_values,
 )
 from llmgym.errors import ConfigError, LLMGymError, TrainingError
-from llmgym.files import write_text
-from llmgym.rl.config import TrainConfig, canonical_key, default_value, field_doc
+from llmgym.rl.algorithms import summary_help
+from llmgym.rl.config import TrainConfig, default_value, field_doc
 from llmgym.rollout import check_count
 
 console = Console(highlight=False)
@@ -76,8 +76,14 @@ def _config_option(param: str, *flags: str) -> Any:
 def train(
     ctx: typer.Context,
     env_id: str = typer.Argument(..., help="Text env id, e.g. Text-Blackjack-v1."),
+    recipe: str = typer.Option(
+        "",
+        help="A recipe's name or .toml file (`llmgym recipes` lists them). Without it the env's "
+        "default recipe applies where the model, algorithm and env kwargs match; options and "
+        "--set override it.",
+    ),
     model: str = _config_option("model"),
-    algo: str = typer.Option("ppo", help="ppo | grpo | reinforce."),
+    algo: str = typer.Option("ppo", help=f"The algorithm. {escape(summary_help())}"),
     mode: str = _config_option("mode"),
     num_envs: int = _config_option("num_envs", "--num-envs"),
     steps: int = _config_option("steps", "--steps"),
@@ -95,7 +101,8 @@ def train(
         1000,
         min=1,
         help="Episodes of the start and final evaluations when they are sampled (the exact "
-        "method needs none; the method in use is printed) and of the baselines beside them.",
+        "method needs none; the method in use is printed) and of the baselines beside them "
+        "(default: the recipe's, else 1000).",
     ),
     no_start_eval: bool = typer.Option(
         False,
@@ -125,173 +132,153 @@ def train(
         False, "--no-progress", help="No progress bar (config key run.progress=false)."
     ),
 ) -> None:
-    """Train an LLM agent with online RL (LoRA) in a text env; log, checkpoint, evaluate, plot."""
+    """Train an LLM agent with online RL in a text env (a recipe, or the env's default one);
+    log, checkpoint, evaluate, plot."""
+    _check_train_extra()
+    plan = _plan(train_request(ctx))
+    if result_json:
+        check_output_file(result_json, "--result-json")
+    check_env_kwargs(plan.config.run.env_id, plan.config.run.env_kwargs)
+    command = "llmgym " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    _run(plan, resume, command, result_json, policy_out)
+
+
+def train_request(ctx: typer.Context) -> Any:
+    """The :class:`~llmgym.rl.plan.TrainRequest` of ``llmgym train``'s parsed options: only
+    what was given (the others are the recipe's or the config's)."""
+    from llmgym.rl.plan import TrainRequest
+
+    p = ctx.params
+    if p["sft"] not in ("none", "auto") and not Path(p["sft"]).is_file():
+        raise fail(
+            f"No SFT demo file at {p['sft']!r}; pass --sft auto, --sft none or a JSONL path."
+        )
+    given = {key: p[name] for name, key in CONFIG_OPTIONS.items() if _given(ctx, name)}
+    given["run.progress"] = not p["no_progress"]
+    if p["no_start_eval"]:
+        given["eval.start"] = False
+    algo = p["algo"] if _given(ctx, "algo") else None
+    env = p["env_id"].removeprefix("Text-")
+    output = p["output"] or f"runs/{env}-{algo or 'ppo'}-{p['mode']}"
+    final = p["final_eval_episodes"] if _given(ctx, "final_eval_episodes") else None
+    if final is not None:
+        try:
+            check_count(final, "--final-eval-episodes")
+        except ConfigError as error:
+            raise fail(str(error)) from None
+    return TrainRequest(
+        env_id=p["env_id"],
+        algo=algo,
+        given=given | key_values(p["set_"], "--set"),
+        env_kwargs=key_values(p["env_kwarg"], "--env-kwarg") if p["env_kwarg"] else None,
+        recipe=p["recipe"] or None,
+        resume=p["resume"],
+        output=output,
+        final_eval_episodes=final,
+    )
+
+
+def _check_train_extra() -> None:
     try:
-        from llmgym.rl import ALGOS, checkpoints, config_class, trainer_class
-        from llmgym.rl.logger import machine_description
-        from llmgym.rl.trainer import EVAL_SEED_BASE
+        import llmgym.rl.trainer  # noqa: F401
     except ImportError as error:
         raise fail(
             f"Training needs the train extra ({error.name} is missing): "
             "pip install 'llmgym[train]'."
         ) from None
+
+
+def _plan(request: Any) -> Any:
+    """The run's plan, every refusal one sentence (exit code 2) before any model loads."""
     import gymnasium as gym
 
-    if algo not in ALGOS:
-        raise fail(f"Unknown --algo {algo!r}; choose one of {', '.join(ALGOS)}.")
-    if env_id not in gym.registry:
-        raise fail(f"Unknown environment {env_id!r}; run `llmgym envs` to list the text envs.")
-    if sft not in ("none", "auto") and not Path(sft).is_file():
-        raise fail(f"No SFT demo file at {sft!r}; pass --sft auto, --sft none or a JSONL path.")
-    output = output or f"runs/{env_id.removeprefix('Text-')}-{algo}-{mode}"
-    check_output_dir(output)
-    if resume and checkpoints.latest(Path(output) / "checkpoints") is None:
-        raise fail(f"No checkpoint to resume in {output}; drop --resume or pass a run's --output.")
-    if result_json:
-        check_output_file(result_json, "--result-json")
+    from llmgym.rl import checkpoints
+    from llmgym.rl.plan import plan_run
+
+    if request.env_id not in gym.registry:
+        raise fail(
+            f"Unknown environment {request.env_id!r}; run `llmgym envs` to list the text envs."
+        )
+    check_output_dir(request.output)
+    if request.resume and checkpoints.latest(Path(request.output) / "checkpoints") is None:
+        raise fail(
+            f"No checkpoint to resume in {request.output}; drop --resume or pass a run's --output."
+        )
     try:
-        check_count(final_eval_episodes, "--final-eval-episodes")
-    except ConfigError as error:
-        raise fail(str(error)) from None
-    params = ctx.params
-    given = {
-        key: params[name] for name, key in CONFIG_OPTIONS.items() if _given(ctx, name)
-    }  # the others keep the algorithm config's defaults (the ones --help shows)
-    env_kwargs = key_values(env_kwarg, "--env-kwarg")
-    set_values = key_values(set_, "--set")
-    saved, ignored = None, ""
-    if resume:  # the run's own config (env, model, algorithm: refused if they differ)
-        asked = {"env_id": env_id, "algo": algo} if _given(ctx, "algo") else {"env_id": env_id}
-        if env_kwarg:
-            asked["env_kwargs"] = env_kwargs
-        models = [v for k, v in (given | set_values).items() if canonical_key(k) == "policy.model"]
-        asked |= {"model": models[-1]} if models else {}
-        try:
-            saved = checkpoints.saved_config(output)
-            if saved is not None:
-                checkpoints.check_resume(output, saved, asked)
-        except TrainingError as error:
-            raise fail(str(error)) from None
-        if saved is not None and saved.get("algo", algo) not in ALGOS:
-            raise fail(f"The run in {output} names no known algorithm; resume another run.")
-        algo = saved.get("algo", algo) if saved is not None else algo
-    cls = config_class(algo)
-    values: dict[str, Any] = {
-        "env_id": env_id,
-        "env_kwargs": env_kwargs,
-        "output_dir": output,
-        **given,
-    }
-    if no_progress:
-        values["run.progress"] = False
-    if no_start_eval:
-        values["eval.start"] = False
-    # given ones only, kept on --resume: the server may have moved, the machine may differ
-    local_keys = ("policy.backend", "policy.vllm", "run.num_threads")
-    local = {k: v for k, v in given.items() if k.startswith(local_keys)}
-    values |= set_values
-    build = cls.build
-    if saved is not None:  # the run's own config, new budget
-        budget = {
-            "total_env_steps": steps,
-            "total_episodes": episodes,
-            "progress": not no_progress,
-            "output_dir": output,  # the run may have been moved or copied
-        } | local
-        values, build = saved | budget, cls.from_dict
-        ignored = _not_applied(saved, given | set_values, {canonical_key(k) for k in budget})
-    try:
-        config = build(values)
-        config.validate()  # every value and combination, before any model loads
+        return plan_run(request)
     except (LLMGymError, ValueError) as error:
         raise fail(str(error)) from None
-    check_env_kwargs(config.run.env_id, config.run.env_kwargs)
-    command = "llmgym " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+def _run(plan: Any, resume: bool, command: str, result_json: str, policy_out: str) -> None:
+    """Train the plan's run, then write and print its record."""
+    from llmgym.rl import records, trainer_class
+
+    config, output = plan.config, plan.config.run.output_dir
     start = time.perf_counter()
     try:
-        trainer = trainer_class(algo)(config)
+        trainer = trainer_class(plan.algo)(config)
         main = trainer.processes.is_main  # with several processes, the one that writes
-        processes = f", {trainer.processes.num} processes" if trainer.processes.num > 1 else ""
         if main:
-            console.print(
-                f"[bold]{algo.upper()}[/] on {env_id} with {config.policy.model}"
-                f"{' (random-init)' if config.policy.backbone == 'random-init' else ''} "
-                f"({config.policy.mode} mode, "
-                f"{_trained(config)}), {config.run.num_envs} envs{processes}, "
-                f"budget {_budget(config)} -> {output}"
-            )
-        if main and ignored:
-            console.print(escape(ignored))
-        if main and config.optim.average_decay:
-            console.print(
-                "Evaluations and the saved policies use the weights' average (optim.average_decay="
-                f"{config.optim.average_decay}); acting uses the weights themselves."
-            )
-        if main and config.eval.start and not resume:
-            console.print(
-                f"Start evaluation: {trainer.evaluation_plan(final_eval_episodes)}; "
-                "--no-start-eval skips it."
-            )
-        start_value = _start_value(trainer, Path(output), final_eval_episodes, resume)
-        final = trainer.train(resume=resume, final_episodes=final_eval_episodes)
+            _print_start(plan, trainer, resume)
+        start_value = records.start_value(trainer, Path(output), plan.final_eval_episodes, resume)
+        final = trainer.train(resume=resume, final_episodes=plan.final_eval_episodes)
         weights = trainer.save_policy(policy_out or Path(output) / "policy")
-        constants = _constants(trainer, config)  # every process: the policy may act collectively
+        # every process: the constant-policy check may act collectively
+        result = records.result_record(
+            trainer, plan, final, start_value, time.perf_counter() - start, command, resume
+        )
     except (LLMGymError, ValueError, OSError) as error:  # bad model name, config or files
         raise fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
     if not main:
         return
-    wall = time.perf_counter() - start
-    seeds = range(EVAL_SEED_BASE, EVAL_SEED_BASE + final_eval_episodes)
-    refs = _baselines(env_id, config.run.env_kwargs, seeds)
-    result = {
-        "env_id": env_id,
-        "env_kwargs": config.run.env_kwargs,
-        "model": config.policy.model,
-        "algo": algo,
-        "mode": config.policy.mode,
-        "policy": _policy_family(config),
-        "backbone": config.policy.backbone,
-        "sft": config.sft.source,
-        "resumed": resume,
-        "env_steps": trainer.env_steps,
-        "episodes": trainer.episodes_done,
-        "updates": trainer.iteration,
-        "wall_s": round(wall, 1),  # this invocation only (a resumed run adds to earlier ones)
-        "machine": machine_description(trainer.device),
-        "eval_method": final.get("method", "sampled"),
-        "start_value": start_value["mean_return"],
-        # The same evaluation right after the SFT warm start (the RL run's own starting point).
-        "sft_value": trainer.first_eval["mean_return"]
-        if config.sft.source != "none" and trainer.first_eval
-        else None,
-        "eval_value": final["mean_return"],
-        "eval_ci95": final["ci95"],
-        **constants,
-        "weights": str(weights),
-        "eval_episodes": final["episodes"],
-        "eval_mean_return": final["mean_return"],
-        "eval_success_rate": final["success_rate"],
-        "parse_rate": final["parse_rate"],
-        "eval_seeds": f"{EVAL_SEED_BASE}..{EVAL_SEED_BASE + final_eval_episodes - 1}",
-        "baselines_same_seeds": refs,
-        "best_eval": trainer.best_eval,  # the best evaluation and its kept policy
-        "stopped_at_goal": trainer.reached_stop_at(),  # --stop-at ended training early
-        "command": command,
-    }
+    result["weights"] = str(weights)
     try:  # a full disk or a read-only folder after training: one sentence, exit 2
-        png = _write_results(output, result, final, trainer.env_steps, result_json, config)
+        png = records.write_results(output, result, final, trainer.env_steps, result_json, config)
     except (LLMGymError, OSError) as error:
         raise fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
+    _print_end(result, final, trainer, png)
+
+
+def _print_start(plan: Any, trainer: Any, resume: bool) -> None:
+    """The lines before training: the recipe, the run, what --resume did not apply."""
+    config = plan.config
+    for note in plan.notes:
+        console.print(escape(note))
+    processes = f", {trainer.processes.num} processes" if trainer.processes.num > 1 else ""
+    console.print(
+        f"[bold]{plan.algo.upper()}[/] on {config.run.env_id} with {config.policy.model}"
+        f"{' (random-init)' if config.policy.backbone == 'random-init' else ''} "
+        f"({config.policy.mode} mode, {_trained(config)}), {config.run.num_envs} envs"
+        f"{processes}, budget {_budget(config)} -> {config.run.output_dir}"
+    )
+    if plan.ignored:
+        console.print(escape(_not_applied(plan.ignored)))
+    if config.optim.average_decay:
+        console.print(
+            "Evaluations and the saved policies use the weights' average (optim.average_decay="
+            f"{config.optim.average_decay}); acting uses the weights themselves."
+        )
+    if config.eval.start and not resume:
+        console.print(
+            f"Start evaluation: {trainer.evaluation_plan(plan.final_eval_episodes)}; "
+            "--no-start-eval skips it."
+        )
+
+
+def _print_end(result: dict[str, Any], final: dict[str, Any], trainer: Any, png: Any) -> None:
+    """The final line: the result beside the start value and the references, and the best."""
     how = "exact value" if final.get("method") == "exact" else f"{final['episodes']} episodes"
-    before = start_value["mean_return"]
+    before = result["start_value"]
     before = "not evaluated" if before is None or math.isnan(before) else f"{before:.4f}"
+    refs = result["baselines_same_seeds"]
     others = ", ".join(f"{k} {v['mean_return']:.3f}" for k, v in refs.items())
     console.print(
-        f"Final eval ({how}): mean return {final['mean_return']:.4f} ± {final['ci95']:.4f} (before "
-        f"training {before}; parse rate {final['parse_rate']:.2f})."
+        f"Final eval ({how}): mean return {final['mean_return']:.4f} ± {final['ci95']:.4f} "
+        f"(before training {before}; parse rate {final['parse_rate']:.2f})."
         + (f" {others} on the same seeds." if others else "")
         + f" {trainer.env_steps} env steps, {trainer.episodes_done} episodes, "
-        f"{wall / 60:.1f} min. Plot: {png}"
+        f"{result['wall_s'] / 60:.1f} min. Plot: {png}"
     )
     best = trainer.best_eval
     if best is not None and best["value"] > final["mean_return"]:
@@ -300,75 +287,6 @@ def train(
             f"{best['iteration']} ({best['episodes']} episodes); that policy is kept in "
             f"{best['weights']}."
         )
-
-
-def _write_results(
-    output: str,
-    result: dict[str, Any],
-    final: dict[str, Any],
-    env_steps: int,
-    result_json: str,
-    config: Any,
-) -> Path:
-    """The final evaluation's metrics row, ``result.json`` (and ``--result-json``), each
-    written all-or-nothing, and the learning-curve plot; its path."""
-    from llmgym.rl.checkpoints import log_once
-    from llmgym.rl.logger import MetricsLogger
-    from llmgym.rl.plotting import plot_run
-
-    final_row = {
-        f"final_eval/{k}": final[k] for k in ("mean_return", "ci95", "success_rate", "parse_rate")
-    }
-    logger = MetricsLogger(Path(output), {}, tensorboard=False)
-    try:
-        log_once(logger, final_row | {"final_eval/episodes": final["episodes"]}, env_steps)
-    finally:
-        logger.close()
-    text = json.dumps(_json_safe(result), indent=2)
-    write_text(Path(output) / "result.json", text)
-    if result_json:
-        write_text(result_json, text)
-    refs = result["baselines_same_seeds"]
-    return plot_run(
-        output,
-        references={k: v["mean_return"] for k, v in refs.items()},
-        title=f"{result['env_id']} {result['algo']} {result['mode']} ({config.policy.model})",
-    )
-
-
-def _constants(trainer: Any, config: Any) -> dict[str, Any]:
-    """The record's ``best_constant_value``: the exact value of the best policy that always
-    answers one action; and ``constant_policy``: that action's name when the final greedy policy
-    takes one action in every state (``llmgym.evaluation.constant``). Both null where the env
-    has no exact evaluation, ``constant_policy`` also where the policy sees a chat history."""
-    from llmgym.evaluation.constant import constant_values
-    from llmgym.evaluation.exact import exact_value
-
-    env_id, kwargs = config.run.env_id, trainer.eval_kwargs
-    consts = constant_values(env_id, kwargs)
-    if consts is None:
-        return {"best_constant_value": None, "constant_policy": None}
-    constant = None
-    if config.policy.history == 0:  # a Markov policy: its greedy action in each state
-        result = trainer.last_exact if trainer.uses_exact_eval() else None  # the final one's
-        if result is None:
-
-            def act(observations: list[str], infos: list[dict[str, Any]]) -> list[str]:
-                return [s.text for s in trainer.policy.act(observations, infos, greedy=True)]
-
-            with trainer.torch.no_grad():
-                result = exact_value(env_id, act, kwargs)
-        constant = consts.constant_action(result)
-    return {"best_constant_value": consts.best_value, "constant_policy": constant}
-
-
-def _policy_family(config: Any) -> str:
-    """What the run trained: ``lm`` (the language model), ``head`` (an action head on the
-    frozen model) or ``lm+head``."""
-    head = config.policy.action_head and config.policy.mode == "score"
-    if not config.optim.train_backbone:
-        return "head"
-    return "lm+head" if head else "lm"
 
 
 def _given(ctx: typer.Context, name: str) -> bool:
@@ -395,69 +313,19 @@ def _budget(config: Any) -> str:
     return f"{spent} (checked after each update of {run.episodes_per_update} episodes)"
 
 
-_UNKNOWN = {"mean_return": math.nan}
-
-
-def _not_applied(saved: dict[str, Any], asked: dict[str, Any], taken: set[str]) -> str:
+def _not_applied(ignored: dict[str, tuple[Any, Any]]) -> str:
     """A sentence naming the options given to ``--resume`` that the run's own config overrides
-    ("" when none)."""
-    from llmgym.rl.checkpoints import not_applied
-
+    (``RunPlan.ignored``)."""
     labels = {key: f"--{name.replace('_', '-')}" for name, key in CONFIG_OPTIONS.items()}
-    asked = {k: v for k, v in asked.items() if canonical_key(k) not in taken}
     parts = []
-    for key, (new, old) in not_applied(saved, asked).items():
+    for key, (new, old) in ignored.items():
         option = f"{labels[key]} {new}" if key in labels else f"--set {key}={new}"
         parts.append(f"{option} (the run's: {old})")
-    if not parts:
-        return ""
     return (
         "--resume continues the run with its own settings, so these were not applied: "
         + ", ".join(parts)
         + "; pass another --output to start a new run with them."
     )
-
-
-def _start_value(trainer: Any, run_dir: Path, episodes: int, resume: bool) -> dict[str, Any]:
-    """The final evaluation's figure before any training (kept in the run for resumes)."""
-    path = run_dir / "start_eval.json"
-    if resume:  # unknown for runs started before start_eval.json was written (or damaged)
-        try:
-            value = json.loads(path.read_text())
-            return value if isinstance(value.get("mean_return"), (int, float)) else _UNKNOWN
-        except (OSError, ValueError, AttributeError):
-            return _UNKNOWN
-    if not trainer.config.eval.start:
-        return _UNKNOWN
-    value = trainer.evaluate(episodes)
-    value = {k: v for k, v in value.items() if k != "returns"}
-    if trainer.processes.is_main:
-        write_text(path, json.dumps(_json_safe(value), indent=2))
-    return value
-
-
-def _json_safe(value: Any) -> Any:
-    """NaN and infinities become null: JSON has no such numbers."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(v) for v in value]
-    return value
-
-
-def _baselines(env_id: str, env_kwargs: dict[str, Any], seeds: Any) -> dict[str, dict]:
-    """Random and expert returns on the evaluation seeds, each where the env has one."""
-    from llmgym.evaluation.references import reference_returns
-
-    out = {}
-    for agent in ("random", "expert"):
-        try:
-            out[agent] = reference_returns(env_id, env_kwargs, seeds, agent=agent)
-        except TrainingError:  # free-text env, or no expert known for it
-            pass
-    return out
 
 
 def plot(

@@ -1,60 +1,48 @@
-"""Online RL trainers for LLM agents in text envs: PPO, GRPO, REINFORCE+KL, SFT warm start.
+"""Online RL trainers for LLM agents in text envs: PPO, the Q-critic actor-critic, GRPO,
+REINFORCE+KL, and the SFT warm start.
 
-Each algorithm is one readable file (``ppo.py``, ``grpo.py``, ``reinforce.py``) with an
-``XConfig`` dataclass and an ``XTrainer``; shared loop pieces live in ``base.py``, the SFT
-warm start in ``sft.py``. ``make_trainer("ppo", env_id=..., ...)`` builds one by name.
+Each algorithm is one module in ``algorithms/`` with an ``XConfig`` dataclass and an
+``XTrainer``; ``algorithms.ALGORITHMS`` names them. ``make_trainer("ppo", env_id=..., ...)``
+builds one by name.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
-from llmgym.errors import ConfigError
+from llmgym.rl.algorithms import ALGORITHMS, algorithm, legacy_algo
 
-ALGOS = ("ppo", "grpo", "reinforce")
+#: The ``--algo`` names, in the table's order.
+ALGOS = tuple(ALGORITHMS)
 
 
 def config_class(algo: str) -> type:
     """The config dataclass of an algorithm name."""
-    if algo == "ppo":
-        from llmgym.rl.ppo import PPOConfig
-
-        return PPOConfig
-    if algo == "grpo":
-        from llmgym.rl.grpo import GRPOConfig
-
-        return GRPOConfig
-    if algo == "reinforce":
-        from llmgym.rl.reinforce import ReinforceConfig
-
-        return ReinforceConfig
-    raise ConfigError(f"Unknown algorithm {algo!r}; choose one of {', '.join(ALGOS)}.")
+    return algorithm(algo).config_class()
 
 
 def trainer_class(algo: str) -> type:
     """The trainer class of an algorithm name."""
-    config_class(algo)
-    if algo == "ppo":
-        from llmgym.rl.ppo import PPOTrainer
-
-        return PPOTrainer
-    if algo == "grpo":
-        from llmgym.rl.grpo import GRPOTrainer
-
-        return GRPOTrainer
-    from llmgym.rl.reinforce import ReinforceTrainer
-
-    return ReinforceTrainer
+    return algorithm(algo).trainer_class()
 
 
 def make_trainer(algo: str, loaded: tuple[Any, Any] | None = None, **config: Any) -> Any:
     """``make_trainer("grpo", env_id="Text-Blackjack-v1", total_env_steps=500)`` (keys as
     ``TrainConfig.build`` takes them: flat, dotted or sections); ``loaded`` passes an already
-    loaded ``(model, tokenizer)`` instead of loading the configured model."""
-    cfg = config_class(algo).build(config)
+    loaded ``(model, tokenizer)`` instead of loading the configured model.
+    ``make_trainer("ppo", q_critic=True)`` is deprecated: it builds ``"qac"`` with a warning."""
+    new_algo, config = legacy_algo(algo, config)
+    if new_algo != algo:
+        warnings.warn(
+            'make_trainer("ppo", q_critic=True) is deprecated; use make_trainer("qac").',
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    cfg = config_class(new_algo).build(config)
     model, tokenizer = loaded if loaded is not None else (None, None)
-    return trainer_class(algo)(cfg, model=model, tokenizer=tokenizer)
+    return trainer_class(new_algo)(cfg, model=model, tokenizer=tokenizer)
 
 
 def load_trained(checkpoint: str, device: str = "auto") -> tuple[Any, Any]:
@@ -125,7 +113,7 @@ def restore_trainer(checkpoint: str, device: str = "auto") -> Any:
             "or a policy directory."
         )
     algo = json.loads((path / "trainer_state.json").read_text())["algo"]
-    values = json.loads((path / "config.json").read_text())
+    algo, values = legacy_algo(algo, json.loads((path / "config.json").read_text()))
     # A run trained through a vLLM server restores here, with transformers (no server needed).
     values |= {"device": device, "sft": "none", "progress": False, "num_envs": 1, "backend": "hf"}
     trainer = trainer_class(algo)(config_class(algo).from_dict(values))
@@ -144,6 +132,7 @@ def _is_policy_dir(path: Any) -> bool:
 
 
 __all__ = [
+    "ALGORITHMS",
     "ALGOS",
     "config_class",
     "load_trained",

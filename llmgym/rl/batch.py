@@ -41,8 +41,8 @@ class RolloutBatch:
     weights: Any = None
     """[N] a per-sample weight of the policy-gradient term (GRPO: informative samples)."""
     action_coefficients: list[Any] | None = None
-    """[K_i] per sample: the weight of each valid action's log-prob in the actor loss (PPO's
-    ``q_critic``)."""
+    """[K_i] per sample: the weight of each valid action's log-prob in the actor loss
+    (``--algo qac``)."""
 
     def __len__(self) -> int:
         return len(self.samples)

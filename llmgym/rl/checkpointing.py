@@ -21,6 +21,7 @@ import numpy as np
 from llmgym.errors import TrainingError
 from llmgym.files import WRITE_ERRORS, atomic_dir, output_error, write_text
 from llmgym.rl import checkpoints
+from llmgym.rl.algorithms import legacy_algo
 from llmgym.rl.logger import library_versions
 from llmgym.rl.weights import lora_state
 
@@ -287,15 +288,19 @@ class Checkpointing:
         from safetensors.torch import load_file
 
         state = json.loads((ckpt / "trainer_state.json").read_text())
-        if state.get("algo") != self.algo:
+        saved = None
+        written = state.get("algo")
+        if (ckpt / "config.json").exists():
+            saved = json.loads((ckpt / "config.json").read_text())
+            written, _ = legacy_algo(written, saved)  # PPO with q_critic=true: qac
+        if written != self.algo:
             raise TrainingError(
-                f"The checkpoint in {ckpt} was written by {state.get('algo')!r}, not "
-                f"{self.algo!r}; resume with --algo {state.get('algo')}."
+                f"The checkpoint in {ckpt} was written by {written!r}, not "
+                f"{self.algo!r}; resume with --algo {written}."
             )
-        if (ckpt / "config.json").exists():  # the same env and model as the run's
+        if saved is not None:  # the same env and model as the run's
             run, model = self.config.run, self.config.policy.model
             asked = {"env_id": run.env_id, "env_kwargs": run.env_kwargs, "model": model}
-            saved = json.loads((ckpt / "config.json").read_text())
             checkpoints.check_resume(self.run_dir, saved, asked)
         for i in range(state.get("merged_adapters", 0)):
             merged = load_file(str(ckpt / f"merged_{i:03d}.safetensors"))

@@ -173,6 +173,8 @@ def saved_config(run_dir: str | Path) -> dict[str, Any] | None:
     """The config run ``run_dir`` trained with, ``algo`` included: its ``run.json``'s, else its
     newest checkpoint's ``config.json`` (None where it has neither). Raises ``TrainingError``
     when the file is damaged."""
+    from llmgym.rl.algorithms import legacy_algo
+
     run_dir = Path(run_dir)
     path = run_dir / "run.json"
     if not path.exists():
@@ -186,6 +188,8 @@ def saved_config(run_dir: str | Path) -> dict[str, Any] | None:
         if not isinstance(config, dict):
             raise TypeError(type(config).__name__)
         algo = info.get("algo") or config.get("algo")
+        if algo:  # a run of PPO with q_critic=true is a run of qac
+            algo, config = legacy_algo(algo, config)
         return config | ({"algo": algo} if algo else {})
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise TrainingError(f"{path} is damaged; resume another run or start afresh.") from None

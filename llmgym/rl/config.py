@@ -13,7 +13,7 @@ the fields): each field declares the values it takes (``metadata=rule(min=1)``; 
 fields by name in ``ALGORITHM_RULES``), checked when a section is built and by ``validate()``.
 
 Example:
-    >>> from llmgym.rl.ppo import PPOConfig
+    >>> from llmgym.rl.algorithms.ppo import PPOConfig
     >>> cfg = PPOConfig.build({"policy.temperature": 2.0, "lora_r": 8, "gamma": 0.9})
     >>> cfg.policy.temperature, cfg.lora.r, cfg.gamma, cfg.run.env_id
     (2.0, 8, 0.9, 'Text-Blackjack-v1')
@@ -112,6 +112,8 @@ class RunSection(Checked):
     """torch CPU threads (0 = torch's default; 1 is faster on a CPU shared with other jobs)."""
     progress: bool = True
     """Show a progress bar."""
+    recipe: str = ""
+    """The recipe the run's settings came from (``llmgym recipes``; "" for none)."""
 
 
 @dataclass
@@ -193,7 +195,7 @@ class OptimSection(Checked):
 
 @dataclass
 class SFTSection(Checked):
-    """The supervised warm start before RL (``llmgym.rl.sft``)."""
+    """The supervised warm start before RL (``llmgym.rl.algorithms.sft``)."""
 
     prefix: ClassVar[str] = "sft."
 
@@ -309,6 +311,9 @@ class TrainConfig:
     """Fields shared by every trainer, in sections. Defaults are sized for a 2-core laptop CPU.
     Build one from flat, dotted or sectioned keys with :meth:`build`."""
 
+    #: Whether the algorithm scores each generated turn again as the action taken (``qac``).
+    scores_turns: ClassVar[bool] = False
+
     run: RunSection = field(default_factory=RunSection)
     """Env, budget, seeds, output directory, logging."""
     policy: PolicySection = field(default_factory=lambda: PolicySection(max_new_tokens=24))
@@ -384,7 +389,7 @@ class TrainConfig:
         """
         for name in SECTIONS:
             getattr(self, name).validate()
-        check_feature_layers(self.policy, turns_scored=getattr(self, "q_critic", False))
+        check_feature_layers(self.policy, turns_scored=self.scores_turns)
         self._check_own_fields()
         if self.run.env_kwargs:  # the env is made once with them (a bad map name, a typo)
             check_env_kwargs(self.run.env_id, self.run.env_kwargs)
@@ -429,7 +434,7 @@ def is_optional(cls: type, key: str) -> bool:
     """Whether a dotted or flat key of config class ``cls`` may be None (``--set KEY=null``).
 
     Example:
-        >>> from llmgym.rl.ppo import PPOConfig
+        >>> from llmgym.rl.algorithms.ppo import PPOConfig
         >>> is_optional(PPOConfig, "target_kl"), is_optional(PPOConfig, "gamma")
         (True, False)
     """
@@ -475,7 +480,7 @@ def unknown_key(cls: type, key: str) -> TrainingError:
     """The error for a key ``cls`` lacks, naming the closest keys it has.
 
     Example:
-        >>> from llmgym.rl.ppo import PPOConfig
+        >>> from llmgym.rl.algorithms.ppo import PPOConfig
         >>> print(unknown_key(PPOConfig, "lora_rr"))  # doctest: +ELLIPSIS
         Unknown config key 'lora_rr' for PPOConfig (did you mean lora.r or lora.enabled?); ...
     """

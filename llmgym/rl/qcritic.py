@@ -1,4 +1,4 @@
-"""A critic of every valid action, and the actor step it gives (PPO's ``q_critic``).
+"""A critic of every valid action, and the actor step it gives (``--algo qac``).
 
 The clipped surrogate moves a state's scores by ``pi(a|s) A(s,a)``: once an action has become
 unlikely in a state, nothing moves it back, however good it is there. On Blackjack with the

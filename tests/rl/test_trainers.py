@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
 from bandit import register  # noqa: E402
 
 from llmgym.rl import ALGOS, make_trainer  # noqa: E402
-from llmgym.rl.sft import Demo, demo_nll, demo_sample, sft_train, warm_start  # noqa: E402
+from llmgym.rl.algorithms.sft import Demo, demo_nll, demo_sample, sft_train, warm_start  # noqa: E402
 
 # "a" is the action the tiny model does NOT prefer at init (it picks "b" ~90 %).
 BANDIT = register("a")
@@ -294,7 +294,7 @@ def test_sft_lowers_demo_nll(tmp_path):
 
 
 def test_sft_warm_start_becomes_the_reference_and_resumes(tmp_path):
-    from llmgym.rl.sft import save_demos
+    from llmgym.rl.algorithms.sft import save_demos
 
     demos = tmp_path / "demos.jsonl"
     save_demos(demos, [Demo("Say a or b.", "Pick.", "a", ["a", "b"])] * 8)

@@ -19,15 +19,12 @@ How it departs from PPO as written for Atari/MuJoCo (Schulman et al. 2017; Clean
 - ``mirror`` (envs with a mirror symmetry, e.g. CartPole) adds each state's mirror image with
   the mirrored action and the same advantage, so an update moves a symmetric policy alike on
   both sides;
-- ``q_critic`` replaces the critic by one of every valid action, Q(s, a), and the clipped
-  surrogate by a cross-entropy to the critic's improved policy in each state (``qcritic.py``),
-  which does not fade as an action becomes unlikely. In generate mode the policy acts in free
-  text and each turn is scored again as the action the env took; the fit is then to each
-  action's canonical answer's likelihood (not normalized over the actions), so it also teaches
-  the model to answer with a valid action;
 - ``target_kl`` stops the epoch loop early once the approximate KL between the rollout
   policy and the current one exceeds it; an optional KL penalty to the reference (the model
   with the LoRA adapter switched off) keeps the policy near the pretrained model.
+
+The Q-critic actor-critic (``qac.py``) is this loop with another critic and another actor
+loss: it overrides the hooks marked below.
 
 Run it::
 
@@ -37,18 +34,15 @@ Run it::
 from __future__ import annotations
 
 import math
-from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from llmgym.errors import ConfigError, TrainingError
-from llmgym.policy.config import rule
+from llmgym.errors import TrainingError
 from llmgym.rl.advantages import gae
 from llmgym.rl.batch import RolloutBatch
 from llmgym.rl.config import TrainConfig
 from llmgym.rl.losses import clipped_surrogate, k3_kl, token_clipped_surrogate
 from llmgym.rl.mirror import check_mirror, mirrored_samples
-from llmgym.rl.qcritic import QCritic, actor_targets, fit_least_squares
 from llmgym.rl.trainer import Trainer
 from llmgym.rollout import Episode
 
@@ -94,38 +88,6 @@ class PPOConfig(TrainConfig):
     one, as with the head. On Blackjack (SmolLM2-135M, no head) the MLP explained 0.0002 of
     the returns' variance after 18 updates, the whitened critic ~0.25 at ``value_lr`` 1e-3
     (negative at 0.01); docs/results/research-notes.md."""
-    q_critic: bool = False
-    """The critic scores every valid action, Q(s, a), bilinear in whitened hidden
-    states and the actions' embeddings and trained on the returns of the actions taken; the
-    actor is fitted in each visited state, by cross-entropy, to the critic's improved policy
-    (``q_step``) instead of the clipped surrogate (``qcritic.py``). On Blackjack with the
-    language model alone even the exact policy gradient (no sampling noise) drove every state
-    to "stick"; this step moves an unlikely action as much as a likely one
-    (docs/results/research-notes.md). In generate mode (envs with discrete valid actions) each
-    turn is scored again as the action the env took (the parsed answer's, or the fallback's),
-    and the actor is fitted to the targets through each action's canonical answer
-    ``{"action": "NAME"}``: the log-likelihoods themselves, not normalized over the actions,
-    so the fit also moves the probability of answers that parse to none toward those that
-    do."""
-    q_step: float = field(default=1.0, metadata=rule(above=0))
-    """``q_critic``: the actor is fitted in each state to ``softmax(log pi_old + q_step * c)``,
-    ``c`` the centred Q-values scaled to unit root mean square over the batch (``q_target``
-    ``mirror``), or to ``softmax(q_step * c)`` (``softmax``)."""
-    q_target: str = field(default="mirror", metadata=rule(choices=("mirror", "softmax")))
-    """``q_critic``: ``mirror`` steps from the rollout policy, so every update pushes a state
-    further toward its better action, however far it has gone; ``softmax`` fits the critic's
-    own Boltzmann policy ``softmax(q_step * c)`` (soft policy iteration's target, as SAC's
-    actor), which a state reaches and then stays at."""
-    q_window: int = field(default=0, metadata=rule(min=0))
-    """``q_critic``: 0 trains the critic by gradient steps at ``value_lr``; N > 0 fits it
-    instead, before each update, by ridge least squares to the returns of the last N updates'
-    samples (kept in memory, not in checkpoints; use ``gae_lambda=1`` so the returns do not
-    lean on the critic). On Blackjack the gradient-trained critic explained less than none of
-    the returns' variance (runs X and Y, docs/results/research-notes.md)."""
-    q_ridge: float = field(default=1.0, metadata=rule(min=0))
-    """``q_window``: the ridge penalty of the least-squares fit (its features are whitened, so
-    each sample adds about 1 per direction: a penalty near the memory's size shrinks hard);
-    0 chooses it at each fit by generalized cross-validation (``qcritic.ridge_fit``)."""
     value_norm: bool = False
     """Train the critic on returns normalized by running statistics (see above)."""
     value_norm_decay: float = 0.9
@@ -133,14 +95,6 @@ class PPOConfig(TrainConfig):
     mirror: bool = False
     """Also train on each state's mirror image with the mirrored action and the same advantage
     (envs whose catalog entry declares a mirror symmetry: CartPole; see ``mirror.py``)."""
-
-    def _check_own_fields(self) -> None:
-        super()._check_own_fields()
-        if self.q_critic and self.policy.mode == "generate" and self.policy.normalization != "sum":
-            raise ConfigError(
-                "q_critic=true in generate mode needs normalization=sum (the actor is fitted "
-                "to each answer's log-likelihood)."
-            )
 
 
 class PPOTrainer(Trainer):
@@ -152,7 +106,6 @@ class PPOTrainer(Trainer):
     # ---- the critic ------------------------------------------------------------------------
 
     def setup(self) -> None:
-        torch = self.torch
         if self.config.mirror:
             policy = self.config.policy
             check_mirror(self.envs[0] if self.envs else None, policy.mode, policy.history)
@@ -160,14 +113,18 @@ class PPOTrainer(Trainer):
         hidden = (hidden or self.model.get_base_model().config.hidden_size) * len(
             self.policy.layers
         )  # the state features' size: a hidden state per layer read
-        self.q_head = None
-        self._q_memory: deque = deque(maxlen=max(1, self.config.q_window))
-        if self.config.q_critic:
-            features = self.policy.head.feature_size if self.policy.head is not None else hidden
-            embed = self.model.get_input_embeddings().weight.shape[1]
-            head = self.q_head = QCritic(features, embed, self.config.policy.head_whiten_eps)
-            head.weight.requires_grad_(self.config.q_window == 0)  # else fitted in closed form
-        elif self.policy.head is not None:  # linear on the action head's whitened features
+        head = self.make_critic(hidden)
+        self.value_head = head.to(self.device)
+        self.extra_modules["value_head"] = self.value_head
+        self.module_lr["value_head"] = self.config.value_lr
+        # value_norm: decayed sums of the returns and their squares, and of the weights
+        self._return_sums = [0.0, 0.0, 0.0]
+
+    def make_critic(self, hidden: int) -> Any:
+        """Hook: the critic module on state features of size ``hidden``: linear on the action
+        head's whitened features, on its own whitened ones (``value_whiten``), else an MLP."""
+        torch = self.torch
+        if self.policy.head is not None:  # linear on the action head's whitened features
             head = torch.nn.Linear(self.policy.head.feature_size, 1)
             torch.nn.init.zeros_(head.weight)
             torch.nn.init.zeros_(head.bias)
@@ -188,11 +145,7 @@ class PPOTrainer(Trainer):
             with torch.no_grad():
                 for p in head.parameters():
                     p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
-        self.value_head = head.to(self.device)
-        self.extra_modules["value_head"] = self.value_head
-        self.module_lr["value_head"] = self.config.value_lr
-        # value_norm: decayed sums of the returns and their squares, and of the weights
-        self._return_sums = [0.0, 0.0, 0.0]
+        return head
 
     def normalized_value(self, hidden: Any) -> Any:
         """The value head's output: the value itself, or with ``value_norm`` its normalized
@@ -206,23 +159,9 @@ class PPOTrainer(Trainer):
         mean, std = self.return_scale()
         return self.normalized_value(hidden) * std + mean
 
-    def q_values(self, hidden: Any, samples: list[Any]) -> list[Any]:
-        """``q_critic``: [K_i] the (normalized) Q-value of each sample's valid actions."""
-        features = self.policy.features(hidden).detach()
-        return [
-            self.q_head(f[None], self.policy.action_embeddings(s.valid_actions)[None])[0]
-            for f, s in zip(features, samples)
-        ]
-
     def state_values(self, out: Any, samples: list[Any]) -> Any:
-        """V(s) in return units of the samples' states: the value head's, or with
-        ``q_critic`` the policy's expectation of the Q-values."""
-        if self.q_head is None:
-            return self.value(out.hidden)
-        mean, std = self.return_scale()
-        q = self.q_values(out.hidden, samples)
-        v = [(lp.float().exp() * qi).sum() for lp, qi in zip(out.candidate_logprobs, q)]
-        return self.torch.stack(v) * std + mean
+        """Hook: V(s) in return units of the samples' states (the value head's)."""
+        return self.value(out.hidden)
 
     def return_scale(self) -> tuple[float, float]:
         """Mean and standard deviation that ``value_norm`` divides the returns by (0 and 1 until
@@ -260,20 +199,10 @@ class PPOTrainer(Trainer):
             self._return_sums[i] = decay * self._return_sums[i] + (1 - decay) * x
 
     def extra_state(self) -> dict[str, Any]:
-        # q_window's samples; their features go in extra_tensors
-        memory = [{"actions": a, "returns": r} for _, a, r in self._q_memory]
-        return {"return_sums": self._return_sums, "q_memory": memory}
-
-    def extra_tensors(self) -> dict[str, Any]:
-        return {f"q_memory.{i}": features for i, (features, _, _) in enumerate(self._q_memory)}
+        return {"return_sums": self._return_sums}
 
     def load_extra_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
         self._return_sums = list(state.get("return_sums", [0.0, 0.0, 0.0]))
-        memory = state.get("q_memory", [])  # absent: a checkpoint written before it was kept
-        self._q_memory.clear()
-        self._q_memory.extend(
-            (tensors[f"q_memory.{i}"], m["actions"], m["returns"]) for i, m in enumerate(memory)
-        )
 
     # ---- advantages ------------------------------------------------------------------------
 
@@ -285,8 +214,7 @@ class PPOTrainer(Trainer):
             return {}
         with self.torch.no_grad():
             samples = self.act([e.final_observation for e in cut], [e.final_info for e in cut])
-            if self.scores_answers:
-                samples = [self.scored(s, (s.valid_actions or [""])[0]) for s in samples]
+            samples = self.critic_samples(samples)
             values = self.state_values(self.evaluate_samples(samples), samples).tolist()
         return {e.index: v for e, v in zip(cut, values)}
 
@@ -314,38 +242,23 @@ class PPOTrainer(Trainer):
 
     # ---- the update --------------------------------------------------------------------------
 
+    def critic_whitener(self) -> Any:
+        """Hook: the whitener of a critic that has its own (``value_whiten`` without a head),
+        refreshed from each update's states; None otherwise."""
+        if self.config.value_whiten and self.policy.head is None:
+            return self.value_head[0]
+        return None
+
     def _refresh_critic_features(self, outs: list[Any]) -> None:
-        """A critic with its own whitener (``value_whiten`` without a head, ``q_critic``): add
-        this batch's features to its statistics and refresh the map, the same in every
-        process."""
-        if self.q_head is not None:
-            whitener = self.q_head.whitener
-        elif self.config.value_whiten and self.policy.head is None:
-            whitener = self.value_head[0]
-        else:
+        """Add this batch's features to the critic's own whitener, if it has one, and refresh
+        its map, the same in every process."""
+        whitener = self.critic_whitener()
+        if whitener is None:
             return
         hidden = self.processes.gather([h.cpu() for out in outs for h in out.hidden])
         features = self.policy.features(self.torch.stack(hidden).to(self.device))
         whitener.update(features.detach())
         whitener.refresh()
-
-    def _fit_q(self, outs: list[Any], samples: list[Any], returns: list[float], scale) -> None:
-        """``q_window``: add the acted samples (features, action, return) to the memory, the
-        same in every process, and refit the critic to it by least squares."""
-        torch = self.torch
-        hidden = torch.cat([o.hidden for o in outs])[: len(samples)]
-        features = self.policy.features(hidden).detach().cpu()
-        actions = [s.valid_actions[s.action_index] for s in samples]
-        features, actions, returns = (
-            self.processes.gather(list(x)) for x in (features, actions, returns)
-        )
-        self._q_memory.append((torch.stack(features), actions, returns))
-        kept = [a for _, acts, _ in self._q_memory for a in acts]
-        embeddings = {a: self.policy.action_embeddings([a])[0] for a in set(kept)}
-        mean, std = scale
-        targets = (torch.tensor([r for _, _, rs in self._q_memory for r in rs]) - mean) / std
-        features = torch.cat([f for f, _, _ in self._q_memory])
-        fit_least_squares(self.q_head, features, kept, targets, embeddings, self.config.q_ridge)
 
     @staticmethod
     def _split(samples: list[Any], outs: list[Any]) -> list[list[Any]]:
@@ -356,30 +269,54 @@ class PPOTrainer(Trainer):
             k += len(out.logprob)
         return chunks
 
+    # ---- hooks the Q-critic actor-critic overrides (qac.py) -------------------------------
+
     @property
     def scores_answers(self) -> bool:
-        """``q_critic`` in generate mode: each turn is scored again as the action taken."""
-        return self.q_head is not None and self.config.policy.mode == "generate"
+        """Hook: whether each free-text turn is scored again as the action the env took."""
+        return False
 
-    def scored(self, sample: Any, action: str) -> Any:
-        """``q_critic`` in generate mode: the turn answered by ``sample`` as the score-mode
-        sample of ``action`` (the one the env took), so the critic and the actor's fit see every
-        valid action's canonical answer."""
-        if action not in sample.valid_actions:
-            raise ConfigError(
-                "q_critic=true in generate mode needs an env with discrete valid actions "
-                f"(the env took {action!r}, not one of {sample.valid_actions})."
-            )
-        actions = sample.valid_actions
-        return self.policy.score_sample(sample.messages, actions, actions.index(action))
+    def update_samples(self, steps: list[Any], acted: Any) -> tuple[list[Any], Any]:
+        """Hook: the samples an update trains on, and the acting outputs that cover them
+        (None: computed again)."""
+        return [s.sample for s in steps], acted
+
+    def critic_samples(self, samples: list[Any]) -> list[Any]:
+        """Hook: the samples the critic values (the acted ones)."""
+        return samples
+
+    def actor_targets(
+        self,
+        outs: list[Any],
+        chunks: list[Any],
+        acted: list[Any],
+        returns: list[float],
+        scale: tuple[float, float],
+    ) -> Any:
+        """Hook: per-sample target distributions over the valid actions that the actor is
+        fitted to instead of the clipped surrogate (None: the surrogate)."""
+        return None
+
+    def policy_loss(self, out: Any, mb: RolloutBatch, logratio: Any) -> Any:
+        """Hook: the per-sample policy loss: the clipped surrogate, per completion token
+        (averaged over the turn) in generate mode."""
+        cfg = self.config
+        if mb.old_token_logprobs is not None:  # per-token ratio, averaged per completion
+            token_logratios = [
+                new.float() - old for new, old in zip(out.token_logprobs, mb.old_token_logprobs)
+            ]
+            return token_clipped_surrogate(token_logratios, mb.advantages, cfg.clip_coef)
+        return clipped_surrogate(logratio, mb.advantages, cfg.clip_coef)
+
+    def value_prediction(self, out: Any, mb: RolloutBatch) -> Any:
+        """Hook: the critic's (normalized) prediction of each sample's return."""
+        return self.normalized_value(out.hidden)
 
     def update(self, episodes: list[Episode], acted: list[Any] | None = None) -> dict[str, float]:
         torch, cfg = self.torch, self.config
         steps = [s for e in episodes for s in e.steps]
-        samples = [s.sample for s in steps]
+        samples, acted = self.update_samples(steps, acted)
         answers = self.scores_answers
-        if answers:  # each free-text turn as the action the env took
-            samples, acted = [self.scored(s.sample, s.action) for s in steps], None
         n = len(steps)  # the acted samples; with ``mirror`` their mirror images follow
         copies = 2 if cfg.mirror else 1
         if cfg.mirror:
@@ -399,14 +336,7 @@ class PPOTrainer(Trainer):
         if cfg.value_norm:
             self.renormalize(returns.tolist())
         ret_mean, ret_std = self.return_scale()  # the critic's targets (normalized by value_norm)
-        coefficients = None
-        if self.q_head is not None:  # the actor's targets, from the Q-values before the update
-            if cfg.q_window:
-                self._fit_q(outs, samples[:n], ret_list, (ret_mean, ret_std))
-            with torch.no_grad():
-                q = [qi for o, c in zip(outs, chunks) for qi in self.q_values(o.hidden, c)]
-            old_all = [lp.detach() for o in outs for lp in o.candidate_logprobs]
-            coefficients = actor_targets(q, old_all, cfg.q_step, cfg.q_target)
+        coefficients = self.actor_targets(outs, chunks, samples[:n], ret_list, (ret_mean, ret_std))
         if cfg.norm_adv and self.processes.sum([len(steps)])[0] > 1:  # over every process
             mean, std = self.processes.mean_std(adv.tolist(), ddof=1)
             adv = (adv - mean) / (std + 1e-8)
@@ -427,23 +357,8 @@ class PPOTrainer(Trainer):
             out = self.evaluate_samples(mb.samples)
             logratio = out.logprob.float() - mb.old_logprobs
             ratio = logratio.exp()
-            if mb.action_coefficients is not None:  # q_critic: cross-entropy to the targets
-                fitted = out.candidate_scores if answers else out.candidate_logprobs
-                pairs = zip(mb.action_coefficients, fitted)
-                pg_loss = -torch.stack([target @ lp.float() for target, lp in pairs])
-            elif mb.old_token_logprobs is not None:  # per-token ratio, averaged per completion
-                token_logratios = [
-                    new.float() - old for new, old in zip(out.token_logprobs, mb.old_token_logprobs)
-                ]
-                pg_loss = token_clipped_surrogate(token_logratios, mb.advantages, cfg.clip_coef)
-            else:
-                pg_loss = clipped_surrogate(logratio, mb.advantages, cfg.clip_coef)
-            pg_loss = pg_loss.mean()
-            if self.q_head is None:
-                v = self.normalized_value(out.hidden)
-            else:  # the Q-value of the action taken
-                q = self.q_values(out.hidden, mb.samples)
-                v = torch.stack([qi[s.action_index] for qi, s in zip(q, mb.samples)])
+            pg_loss = self.policy_loss(out, mb, logratio).mean()
+            v = self.value_prediction(out, mb)
             v_loss = (v - mb.returns) ** 2
             if cfg.clip_vloss:
                 v_clip = mb.values + (v - mb.values).clamp(-cfg.clip_coef, cfg.clip_coef)

@@ -1,0 +1,105 @@
+"""The algorithms, one module each, and the one table that names them.
+
+An algorithm is a module with an ``XConfig`` dataclass (a ``TrainConfig`` with the algorithm's
+own fields) and an ``XTrainer`` (its targets/advantages from a ``RolloutBatch`` and its loss).
+``ALGORITHMS`` maps each ``llmgym train --algo`` name to its entry; the CLI's choices and help,
+``make_trainer`` and checkpoint restoring all read it. To add an algorithm, add its module and
+one entry (``docs/development.md``). ``sft.py`` is the supervised warm start that any of them
+can run first (``--sft``), not an ``--algo``.
+
+Example:
+    >>> list(ALGORITHMS)
+    ['ppo', 'qac', 'grpo', 'reinforce']
+    >>> ALGORITHMS["qac"].config_class().__name__
+    'QACConfig'
+    >>> legacy_algo("ppo", {"q_critic": True, "gamma": 0.9})
+    ('qac', {'gamma': 0.9})
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Any
+
+from llmgym.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One ``--algo`` entry: its config and trainer classes (or ``"module:Name"`` strings,
+    imported when first used, so the table costs no torch import) and a one-line summary."""
+
+    config: type | str
+    trainer: type | str
+    summary: str
+
+    def config_class(self) -> type:
+        """The config dataclass."""
+        return _resolve(self.config)
+
+    def trainer_class(self) -> type:
+        """The trainer class."""
+        return _resolve(self.trainer)
+
+
+def _resolve(target: type | str) -> type:
+    if isinstance(target, type):
+        return target
+    module, _, name = target.partition(":")
+    return getattr(import_module(module), name)
+
+
+_HERE = __name__
+ALGORITHMS: dict[str, Algorithm] = {
+    "ppo": Algorithm(
+        f"{_HERE}.ppo:PPOConfig",
+        f"{_HERE}.ppo:PPOTrainer",
+        "PPO: clipped surrogate, a value head as critic, GAE across turns",
+    ),
+    "qac": Algorithm(
+        f"{_HERE}.qac:QACConfig",
+        f"{_HERE}.qac:QACTrainer",
+        "Q-critic actor-critic: a critic of every valid action, the actor fitted to its "
+        "improved policy (the recipes where the language model itself learns)",
+    ),
+    "grpo": Algorithm(
+        f"{_HERE}.grpo:GRPOConfig",
+        f"{_HERE}.grpo:GRPOTrainer",
+        "GRPO: advantages relative to a group of episodes from one seed, no critic",
+    ),
+    "reinforce": Algorithm(
+        f"{_HERE}.reinforce:ReinforceConfig",
+        f"{_HERE}.reinforce:ReinforceTrainer",
+        "REINFORCE with a baseline and a KL penalty to the reference model",
+    ),
+}
+"""``--algo`` name -> its entry."""
+
+
+def algorithm(name: str) -> Algorithm:
+    """The entry of an ``--algo`` name; a ConfigError lists the names."""
+    try:
+        return ALGORITHMS[name]
+    except (KeyError, TypeError):
+        raise ConfigError(
+            f"Unknown algorithm {name!r}; choose one of {', '.join(ALGORITHMS)}."
+        ) from None
+
+
+def legacy_algo(algo: str, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``(algo, values)`` of before the Q-critic was its own algorithm, as they are now: PPO
+    with ``q_critic`` true is ``qac``; the ``q_critic`` key itself is dropped. The one mapping
+    that lets records, checkpoints and ``--resume`` of such runs work."""
+    if "q_critic" not in values:
+        return algo, values
+    rest = {k: v for k, v in values.items() if k != "q_critic"}
+    return ("qac" if algo == "ppo" and values["q_critic"] else algo), rest
+
+
+def summary_help() -> str:
+    """The ``--algo`` option's help: each name and its summary."""
+    return "; ".join(f"{name}: {entry.summary}" for name, entry in ALGORITHMS.items()) + "."
+
+
+__all__ = ["ALGORITHMS", "Algorithm", "algorithm", "legacy_algo", "summary_help"]
