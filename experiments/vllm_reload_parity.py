@@ -54,7 +54,7 @@ def check(out: Path) -> None:
 
     ref = json.loads((out / "reference.json").read_text())
     engine = VLLMInProcess("smollm2-135m", dtype="float32")
-    config = PolicyConfig(backend="vllm", vllm_url="inprocess", mode="score")
+    config = PolicyConfig(backend="vllm-inprocess", mode="score")
     policy = LLMPolicy(None, load_tokenizer("smollm2-135m"), config, backend=engine)
     for group, want in ref["log_pi"].items():
         engine.reload_weights(str(out / group))

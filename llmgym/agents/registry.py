@@ -189,7 +189,7 @@ def _llm(
     from llmgym.policy.models import DEFAULT_MODEL, load_model_for, load_tokenizer
 
     model_name, checkpoint, policy_config = parse_llm_name(argument, mode=mode, seed=seed, **config)
-    if policy_config.backend == "vllm":  # the server holds the weights: load the tokenizer
+    if policy_config.uses_vllm:  # vLLM holds the weights: load the tokenizer
         if checkpoint:
             raise AgentError(
                 f"A run acts through vLLM once exported: `llmgym export {checkpoint} DIR "

@@ -47,10 +47,11 @@ def eval_command(
     greedy: bool = typer.Option(False, help="LLM takes the most likely action."),
     history: int | None = typer.Option(None, help="LLM: past turns kept in the prompt."),
     device: str = typer.Option("auto", help="auto, cpu, cuda or mps."),
-    backend: str = typer.Option("hf", help="LLM: hf (transformers) or vllm (a vLLM server)."),
-    vllm_url: str = typer.Option(
-        "", help="LLM with --backend vllm: the server, http://HOST:PORT, or inprocess (vllm.LLM)."
+    backend: str = typer.Option(
+        "hf",
+        help="LLM: hf (transformers), vllm (a vLLM server) or vllm-inprocess (vllm.LLM here).",
     ),
+    vllm_url: str = typer.Option("", help="LLM with --backend vllm: the server, http://HOST:PORT."),
     progress: bool = typer.Option(True, help="Show a progress bar."),
     exact: bool = typer.Option(
         False,

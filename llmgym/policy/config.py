@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 from llmgym.errors import ConfigError, ConfigValueError
 
 MODES = ("score", "generate")
-BACKENDS = ("hf", "vllm")
+BACKENDS = ("hf", "vllm", "vllm-inprocess")
 NORMALIZATIONS = ("sum", "token", "word")
 DEVICES = ("auto", "cpu", "cuda", "mps")
 """Where a model runs (the trainers' ``run.device``, ``llmgym eval --device``), or ``cuda:N``."""
@@ -343,14 +343,24 @@ class PolicyConfig(Checked):
     pair it with ``optim.lm_optimizer=sgd``."""
     backend: str = field(default="hf", metadata=rule(choices=BACKENDS))
     """``hf``: transformers in this process. ``vllm``: act through a running vLLM server
-    (``vllm_url``; ``llmgym.policy.backends.vllm``) or ``vllm.LLM`` in this process
-    (``vllm_url="inprocess"``); log-probs only, so no action head."""
+    (``vllm_url``; ``llmgym.policy.backends.vllm``). ``vllm-inprocess``: act through
+    ``vllm.LLM`` in this process (one GPU, vLLM installed). vLLM gives log-probs only, so no
+    action head."""
     vllm_url: str = ""
-    """The vLLM server's address, e.g. ``http://127.0.0.1:8000``, or ``inprocess`` for
-    ``vllm.LLM`` in this process (backend ``vllm``)."""
+    """The vLLM server's address, e.g. ``http://127.0.0.1:8000`` (backend ``vllm``). The old
+    value ``inprocess`` still means backend ``vllm-inprocess``, with a DeprecationWarning."""
     vllm_model: str = ""
     """The served model (or loaded adapter) name; empty = the first the server lists. In
     process: the model ``vllm.LLM`` loads; empty = the policy's model."""
+
+    @property
+    def uses_vllm(self) -> bool:
+        """Whether the policy acts through vLLM, a server or in process.
+
+        >>> PolicyConfig(backend="vllm-inprocess").uses_vllm, PolicyConfig().uses_vllm
+        (True, False)
+        """
+        return self.backend in ("vllm", "vllm-inprocess")
 
 
 @dataclass
@@ -429,10 +439,10 @@ def check_feature_layers(policy: PolicySection, turns_scored: bool) -> None:
 
 
 def check_vllm_training(policy: PolicySection, train_backbone: bool) -> None:
-    """What cannot train through vLLM (``policy.backend == "vllm"``): an action head (vLLM
-    returns no hidden states) and a frozen language model (nothing to sync). LoRA adapters are
-    hot-loaded after each update, a full fine-tune reloaded whole."""
-    if policy.backend != "vllm":
+    """What cannot train through vLLM (``policy.uses_vllm``): an action head (vLLM returns no
+    hidden states) and a frozen language model (nothing to sync). LoRA adapters are hot-loaded
+    after each update, a full fine-tune reloaded whole."""
+    if not policy.uses_vllm:
         return
     if policy.action_head and policy.mode == "score":
         raise ConfigError(

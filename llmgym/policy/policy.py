@@ -63,8 +63,8 @@ from llmgym.wrappers.history import ChatHistory
 
 class LLMPolicy(ScoreMode):
     """Acts for a batch of text envs with a causal LM (plain, or a peft ``PeftModel``), or
-    through a vLLM server (``config.backend == "vllm"``; ``model`` may then be None: acting
-    needs only the tokenizer), or through any ``backend`` given (``llmgym.policy.backends``):
+    through vLLM (``config.uses_vllm``; ``model`` may then be None: acting needs only the
+    tokenizer), or through any ``backend`` given (``llmgym.policy.backends``):
     the policy builds the prompts, samples and adds the action head; the backend runs the model.
 
     ``act`` samples under ``torch.no_grad``; ``forward_samples`` recomputes the same log-probs
@@ -112,10 +112,10 @@ class LLMPolicy(ScoreMode):
         #: in this process or a vLLM server (``config.backend``).
         self.backend: Any = backend if backend is not None else self._default_backend(model)
         #: The backend that recomputes log-probs (with gradients) for updates: the acting one,
-        #: except when the policy acts through a vLLM server and has its model here (training
-        #: through vLLM): then transformers on that local copy.
+        #: except when the policy acts through vLLM and has its model here (training through
+        #: vLLM): then transformers on that local copy.
         self.update_backend: Any = self.backend
-        if self.config.backend == "vllm" and model is not None:
+        if self.config.uses_vllm and model is not None:
             pad = self.tokenizer.pad_token_id
             local = TransformersBackend(model, pad, self.device, self.config.prefix_cache)
             local.on_new_weights = self._memo.clear
@@ -137,7 +137,9 @@ class LLMPolicy(ScoreMode):
             )
         name = getattr(getattr(model, "config", None), "_name_or_path", "") or ""
         name = name or getattr(self.tokenizer, "name_or_path", "") or ""
-        return make_vllm_backend(self.config.vllm_url, self.config.vllm_model, name)
+        config = self.config
+        inprocess = config.backend == "vllm-inprocess"
+        return make_vllm_backend(config.vllm_url, config.vllm_model, name, inprocess)
 
     @property
     def stats(self) -> dict[str, int]:

@@ -74,13 +74,13 @@ class Trainer(UpdateSteps, Checkpointing):
         config.validate()  # before the model loads
         self.config = config
         run = config.run
-        #: The vLLM server the policy acts through (``policy.backend == "vllm"``), else None.
+        #: The vLLM engine the policy acts through (``policy.uses_vllm``), else None.
         self.vllm: Any = None
-        if config.policy.backend == "vllm":
+        if config.policy.uses_vllm:
             from llmgym.policy.backends import make_vllm_backend
 
-            policy = config.policy
-            self.vllm = make_vllm_backend(policy.vllm_url, policy.vllm_model, policy.model)
+            p, inprocess = config.policy, config.policy.backend == "vllm-inprocess"
+            self.vllm = make_vllm_backend(p.vllm_url, p.vllm_model, p.model, inprocess)
         if run.num_threads > 0:
             torch.set_num_threads(run.num_threads)
         self.run_dir = Path(run.output_dir)

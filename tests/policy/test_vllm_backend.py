@@ -410,7 +410,7 @@ def test_inprocess_maps_requests_and_converts_outputs(fake_vllm, monkeypatch, tm
     from llmgym.policy.backends.vllm_inprocess import ENGINE_DEFAULTS, VLLMInProcess
 
     monkeypatch.setattr(vllm_backend, "MAX_TOKEN_IDS", 2)
-    engine = make_vllm_backend("inprocess", "", str(tmp_path))  # a directory: loaded as is
+    engine = make_vllm_backend("", "", str(tmp_path), inprocess=True)  # a directory: as is
     assert isinstance(engine, VLLMInProcess)
     assert engine.llm.args == {"model": str(tmp_path), **ENGINE_DEFAULTS}
     assert engine.llm.args["enable_prefix_caching"] and engine.llm.args["enable_lora"]
@@ -485,9 +485,7 @@ def test_inprocess_policy_acts_and_refuses_a_head(fake_vllm, tmp_path):
     from llmgym.policy.action_head import ActionHead
     from llmgym.policy.testing import text_observations, tiny_tokenizer
 
-    config = PolicyConfig(
-        mode="score", backend="vllm", vllm_url="inprocess", vllm_model=str(tmp_path)
-    )
+    config = PolicyConfig(mode="score", backend="vllm-inprocess", vllm_model=str(tmp_path))
     policy = LLMPolicy(None, tiny_tokenizer(), config)
     observations, infos = text_observations("Text-Blackjack-v1", 2)
     probs = policy.action_probabilities(observations, infos)
@@ -503,7 +501,54 @@ def test_inprocess_without_vllm_is_one_sentence(monkeypatch):
     from llmgym.policy.backends import make_vllm_backend
 
     monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm -> ImportError
-    with pytest.raises(VLLMError, match="--vllm-url http://HOST:PORT instead of inprocess") as e:
-        make_vllm_backend("inprocess", "smollm2-135m")
+    with pytest.raises(VLLMError, match="--vllm-url http://HOST:PORT instead of vllm-in") as e:
+        make_vllm_backend("", "smollm2-135m", inprocess=True)
     assert isinstance(e.value, LLMGymError) and "\n" not in str(e.value)
     import llmgym  # noqa: F401  (still light: vllm is imported only when the backend is built)
+
+
+def test_the_inprocess_url_is_a_deprecated_way_to_choose_the_inprocess_backend(fake_vllm, tmp_path):
+    """``vllm_url="inprocess"`` (before ``backend="vllm-inprocess"``) still acts in process for
+    one release, with a one-line DeprecationWarning, through the policy and the trainer."""
+    from llmgym.policy import LLMPolicy, PolicyConfig
+    from llmgym.policy.backends import make_vllm_backend
+    from llmgym.policy.backends.vllm_inprocess import VLLMInProcess
+    from llmgym.policy.testing import tiny_model, tiny_tokenizer
+
+    message = r'^vllm_url="inprocess" is deprecated; use backend="vllm-inprocess"\.$'
+    with pytest.warns(DeprecationWarning, match=message) as record:
+        engine = make_vllm_backend("inprocess", str(tmp_path))
+    assert isinstance(engine, VLLMInProcess) and len(record) == 1
+    old = PolicyConfig(backend="vllm", vllm_url="inprocess", vllm_model=str(tmp_path))
+    new = PolicyConfig(backend="vllm-inprocess", vllm_model=str(tmp_path))
+    with pytest.warns(DeprecationWarning, match=message):
+        old_policy = LLMPolicy(None, tiny_tokenizer(), old)
+    new_policy = LLMPolicy(None, tiny_tokenizer(), new)
+    assert type(old_policy.backend) is type(new_policy.backend) is VLLMInProcess
+    assert old_policy.backend.llm.args == new_policy.backend.llm.args
+
+    pytest.importorskip("peft")
+    from llmgym.rl import make_trainer
+
+    def trainer(**backend):
+        settings = dict(env_id="Text-Blackjack-v1", num_envs=2, episodes_per_update=2)
+        return make_trainer(
+            "reinforce",
+            tiny_model(),
+            **settings,
+            action_head=False,
+            vllm_model=str(tmp_path),
+            device="cpu",
+            progress=False,
+            output_dir=str(tmp_path / "run"),
+            **backend,
+        )
+
+    with pytest.warns(DeprecationWarning, match=message):
+        deprecated = trainer(backend="vllm", vllm_url="inprocess")
+    explicit = trainer(backend="vllm-inprocess")
+    for run in (deprecated, explicit):
+        assert isinstance(run.vllm, VLLMInProcess) and run.policy.backend is run.vllm
+        assert run.policy.update_backend is not run.vllm  # updates recompute with transformers
+    metrics = explicit.train_on_episodes(explicit.collect())
+    assert explicit.vllm.model == "llmgym-run-1" and "losses/policy" in metrics

@@ -9,7 +9,7 @@ adds the action head; a backend only runs the model.
   weight sync by hot-loading a LoRA adapter (no hidden states, no gradients: a policy that
   acts through it recomputes log-probs for its updates with a local transformers backend).
 - ``vllm_inprocess.VLLMInProcess``: the same with ``vllm.LLM`` in this process
-  (``vllm_url="inprocess"``).
+  (``backend="vllm-inprocess"``).
 
 Example:
     >>> from llmgym.policy.backends.hf import TransformersBackend
@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -101,15 +102,26 @@ class Backend(Protocol):
         """Take up the policy's current weights (after an update or a reference switch)."""
 
 
-#: ``vllm_url`` value that selects the in-process form (``vllm.LLM``) instead of a server.
+#: The old ``vllm_url`` value for the in-process form; deprecated for
+#: ``backend="vllm-inprocess"`` (``inprocess=True`` here), removed in the release after 0.1.
 INPROCESS = "inprocess"
 
 
-def make_vllm_backend(url: str, model: str = "", source: str = "") -> Backend:
-    """The vLLM backend for ``PolicyConfig(backend="vllm")``: ``vllm.LLM`` in this process when
-    ``url`` is ``"inprocess"`` (loading ``model``, else ``source``: a short name, directory or
-    Hub id), else a client of the server at ``url`` (serving ``model``)."""
+def make_vllm_backend(
+    url: str, model: str = "", source: str = "", inprocess: bool = False
+) -> Backend:
+    """The vLLM backend for ``PolicyConfig(backend="vllm")``, a client of the server at
+    ``url`` (serving ``model``), or with ``inprocess`` (``backend="vllm-inprocess"``)
+    ``vllm.LLM`` in this process, loading ``model``, else ``source`` (a short name, directory
+    or Hub id)."""
     if url.strip().lower() == INPROCESS:
+        warnings.warn(
+            'vllm_url="inprocess" is deprecated; use backend="vllm-inprocess".',
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        inprocess = True
+    if inprocess:
         from llmgym.policy.backends.vllm_inprocess import VLLMInProcess
 
         return VLLMInProcess(model or source)

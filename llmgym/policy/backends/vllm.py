@@ -35,9 +35,9 @@ Weight sync (training through the server, ``llmgym train --backend vllm``), afte
 
 In both, the directory must be readable by the server (same machine or a shared filesystem).
 
-In-process form (``vllm_url="inprocess"``): ``vllm_inprocess.VLLMInProcess`` runs ``vllm.LLM`` in
-the acting process with the same logic (``VLLMBackend``, below): only the transport differs
-(``_complete``/``_complete_seeded``, ``load_adapter``/``unload_adapter``);
+In-process form (``backend="vllm-inprocess"``): ``vllm_inprocess.VLLMInProcess`` runs
+``vllm.LLM`` in the acting process with the same logic (``VLLMBackend``, below): only the
+transport differs (``_complete``/``_complete_seeded``, ``load_adapter``/``unload_adapter``);
 ``llmgym.policy.backends.make_vllm_backend`` picks the form.
 
 vLLM returns log-probs, not hidden states: a policy with an action head cannot act here. Only
@@ -303,7 +303,7 @@ class VLLMServer(VLLMBackend):
         if not url:
             raise VLLMError(
                 "The vllm backend needs the server's URL: pass --vllm-url http://HOST:PORT "
-                "(or PolicyConfig(vllm_url=...); `inprocess` runs vllm.LLM in this process)."
+                "(or PolicyConfig(vllm_url=...); backend vllm-inprocess runs vllm.LLM here)."
             )
         super().__init__()
         self.url = url.rstrip("/").removesuffix("/v1")

@@ -1,5 +1,5 @@
 """The vLLM backend in the acting process (``vllm.LLM``), for
-``PolicyConfig(backend="vllm", vllm_url="inprocess")``: a single GPU, where vLLM is installed.
+``PolicyConfig(backend="vllm-inprocess")``: a single GPU, where vLLM is installed.
 
 Same semantics as the server form (``llmgym.policy.backends.vllm.VLLMBackend`` holds the logic
 both share): score mode asks one 1-token completion per distinct candidate prefix with
@@ -52,7 +52,7 @@ def import_vllm() -> Any:
             f"vLLM cannot be imported in this Python ({type(error).__name__}: "
             f"{str(error)[:120]}), so it cannot run in-process here: start a vLLM server "
             "from its own venv (benchmarks/with_vllm_server.sh, or `vllm serve MODEL`) and "
-            "pass --vllm-url http://HOST:PORT instead of inprocess."
+            "pass --backend vllm --vllm-url http://HOST:PORT instead of vllm-inprocess."
         ) from None
     return vllm
 
