@@ -196,6 +196,10 @@ ROWS = [
     ("bench-agents-empty", [*BENCH_BJ, "--agents", ""]),
     ("bench-agents-commas", [*BENCH_BJ, "--agents", " , "]),
     ("bench-envs-empty", [*BENCH[:1], "--envs", "", *BENCH[3:]]),
+    # issue 52: an empty agent name or one named twice
+    ("bench-agents-empty-name", [*BENCH_BJ, "--agents", "random,,random"]),
+    ("bench-agents-trailing-comma", [*BENCH_BJ, "--agents", "random,"]),
+    ("bench-agents-twice", [*BENCH_BJ, "--agents", "random,random"]),
     ("bench-llm-option", [*BENCH_BJ, "--agents", "llm:smollm2-135m,bogus=1"]),
     ("bench-llm-option-value", [*BENCH_BJ, "--agents", "llm:smollm2-135m,temperature=inf"]),
     ("bench-llm-empty-run", [*BENCH_BJ, "--agents", "llm:smollm2-135m@"]),

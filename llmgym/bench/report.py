@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -368,15 +368,19 @@ NOTES = """
 
 
 def leaderboard_stats(
-    output: Path, env_ids: Sequence[str], agents: Sequence[str]
+    output: Path,
+    env_ids: Sequence[str],
+    agents: Sequence[str],
+    seeds: Callable[[str], range] | None = None,
 ) -> list[CellStats]:
-    """The leaderboard lines of all episodes recorded under ``output`` on ``env_ids``:
-    ``agents`` first, then any other agent an earlier run recorded (cells may hold different
-    episode counts; their first seeds are shared), with exact values and training costs."""
+    """The leaderboard lines of the episodes recorded under ``output`` on ``env_ids`` (only
+    those of ``seeds(env_id)`` if given, else all): ``agents`` first, then any other agent an
+    earlier run recorded (cells may hold different episode counts; their first seeds are
+    shared), with exact values and training costs."""
     from llmgym.bench.runner import EXACT_FILE, load_rows
 
     output = Path(output)
-    rows = load_rows(output)
+    rows = [r for r in load_rows(output) if seeds is None or r["seed"] in seeds(r["env_id"])]
     exact = {(r["env_id"], r["agent"]): r["exact_return"] for r in load_rows(output, EXACT_FILE)}
     earlier = [r["agent"] for r in rows if r["env_id"] in env_ids]
     names = list(dict.fromkeys([*agents, *earlier]))
@@ -395,12 +399,13 @@ def write_report(
     agents: Sequence[str],
     command: str,
     chart: bool = True,
+    seeds: Callable[[str], range] | None = None,
 ) -> list[CellStats]:
     """Write ``leaderboard.md`` (and ``leaderboard.png``, ``leaderboard_cost.png``) under
-    ``output`` from ``leaderboard_stats(output, env_ids, agents)``, each all-or-nothing
-    (``OutputError`` when one cannot be written)."""
+    ``output`` from ``leaderboard_stats(output, env_ids, agents, seeds)``, each
+    all-or-nothing (``OutputError`` when one cannot be written)."""
     output = Path(output)
-    stats = leaderboard_stats(output, env_ids, agents)
+    stats = leaderboard_stats(output, env_ids, agents, seeds)
     write_text(output / "leaderboard.md", report_text(stats, command))
     if chart and stats:
         plot(stats, output / "leaderboard.png")

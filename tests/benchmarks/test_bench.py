@@ -127,6 +127,10 @@ def test_cli_bench_writes_leaderboard_and_resumes(tmp_path):
         (["bench", "--agents", "oracle"], "Unknown agent 'oracle'"),
         (["bench", "--suite", "nope"], "Unknown suite 'nope'"),
         (["bench", "--envs", "Text-Nope-v0"], "Unknown environment 'Text-Nope-v0'"),
+        (["bench", "--agents", "random,,random"], "has an empty name (a comma too many)"),
+        (["bench", "--agents", "random,"], "has an empty name (a comma too many)"),
+        (["bench", "--agents", "random,random"], "names 'random' twice; name each agent once."),
+        (["bench", "--agents", "llm:m,mode=generate,llm:m, mode=generate"], "twice"),
         (["baselines", "train", "CartPole-v1", "--algo", "sac"], "Unknown algorithm 'sac'"),
     ],
 )
@@ -137,6 +141,29 @@ def test_cli_user_errors(tmp_path, args, message):
     assert result.exit_code == 2
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+def _leaderboard(output, args):
+    """The leaderboard ``llmgym bench ARGS --output OUTPUT`` writes, by (env, agent): its
+    episodes, mean return and CI (not the timings)."""
+    result = CliRunner().invoke(_app(), ["bench", *args, "--output", str(output)])
+    assert result.exit_code == 0, result.output
+    lines = (output / "leaderboard.md").read_text().splitlines()
+    cells = [line.strip("| ").split(" | ") for line in lines if line.startswith("| Text-")]
+    return {(c[0], c[1]): (c[2], c[3], c[4]) for c in cells}
+
+
+def test_a_rerun_with_another_seed_or_fewer_episodes_counts_only_its_own_seeds(tmp_path):
+    """Issue 52: a rerun into one folder with another --seed or fewer --episodes writes the
+    leaderboard its command makes in a fresh folder; the rows it did not ask for stay in
+    episodes.jsonl, out of the table."""
+    bench = ["--envs", "Text-FrozenLake-v1", "--agents", "random,optimal"]
+    _leaderboard(tmp_path / "shared", [*bench, "--episodes", "6"])
+    for rerun in (["--seed", "3", "--episodes", "6"], ["--episodes", "2"]):
+        fresh = _leaderboard(tmp_path / "-".join(rerun), [*bench, *rerun])
+        assert _leaderboard(tmp_path / "shared", [*bench, *rerun]) == fresh
+    assert fresh[("Text-FrozenLake-v1", "random")][0] == "2"
+    assert len(load_rows(tmp_path / "shared")) == 2 * 9  # seeds 0-8 of both agents
 
 
 def test_cli_bench_ray_without_ray_says_how_to_install_it(tmp_path, monkeypatch):

@@ -1,0 +1,161 @@
+"""What one ``llmgym bench`` asks for, checked before anything is played: its agents and envs,
+seeds, counts and output folder, and the command line that makes it again.
+
+A folder may hold the rows of several benches (reruns resume, more agents or episodes add
+rows); a request's leaderboard counts only the seeds it names (``seeds``), so a rerun with
+another ``--seed`` or fewer ``--episodes`` never mixes in rows its command would not play.
+
+Example:
+    >>> request = bench_request(envs="Text-Taxi-v4", agents="random,optimal", episodes=3)
+    >>> request.env_ids, request.agents, request.seeds("Text-Taxi-v4")
+    (['Text-Taxi-v4'], ['random', 'optimal'], range(0, 3))
+    >>> request.command
+    'llmgym bench --envs Text-Taxi-v4 --agents random,optimal --seed 0 --episodes 3 --output runs/bench'
+"""  # noqa: E501
+
+from __future__ import annotations
+
+import importlib.util
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from llmgym.agents.registry import check_agent_name, split_agent_names
+from llmgym.bench.runner import PendingSeeds, load_rows, pending_seeds, row_key
+from llmgym.bench.suites import episodes_for, suite_envs
+from llmgym.errors import ConfigError, OutputError
+from llmgym.rollout import MAX_ENVS, check_count
+
+#: What a bare ``--ray`` means: the Ray session ``ray.init()`` finds or starts on this machine.
+RAY_LOCAL = "local"
+#: Where ``llmgym bench`` writes without ``--output``: outside the repository's committed
+#: results (``runs/`` is git-ignored); the committed leaderboard's scripts name theirs.
+DEFAULT_OUTPUT = "runs/bench"
+
+
+def agent_names(text: str) -> list[str]:
+    """The agents ``--agents`` names, each well formed (``AgentError`` otherwise, loading
+    nothing); ``ConfigError`` for none, an empty name or a name given twice.
+
+    Example:
+        >>> agent_names("random, llm:smollm2-135m,mode=generate")
+        ['random', 'llm:smollm2-135m,mode=generate']
+        >>> agent_names("random,random")
+        Traceback (most recent call last):
+        ...
+        llmgym.errors.ConfigError: --agents 'random,random' names 'random' twice; name each agent once.
+    """  # noqa: E501
+    names = split_agent_names(text)
+    if not names:
+        raise ConfigError(f"--agents {text!r} names no agent; pass e.g. --agents random,optimal.")
+    if any(not part.strip() for part in text.split(",")):
+        raise ConfigError(
+            f"--agents {text!r} has an empty name (a comma too many); "
+            "pass e.g. --agents random,optimal."
+        )
+    twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
+    if twice is not None:
+        raise ConfigError(f"--agents {text!r} names {twice!r} twice; name each agent once.")
+    for name in names:
+        check_agent_name(name)  # an llm: agent's options and run too (loads nothing)
+    return names
+
+
+def env_names(envs: str | None, suite: str) -> list[str]:
+    """The env ids of ``--envs`` (comma-separated), else of ``--suite``; ``ConfigError`` for
+    none, an unknown suite or an env id that is not registered.
+
+    Example:
+        >>> env_names(" Text-Taxi-v4, ", "classic"), env_names(None, "classic")[:1]
+        (['Text-Taxi-v4'], ['Text-CartPole-v1'])
+    """
+    import gymnasium as gym
+
+    env_ids = [e.strip() for e in envs.split(",") if e.strip()] if envs else []
+    if envs is not None and not env_ids:
+        raise ConfigError(f"--envs {envs!r} names no env; pass e.g. --envs Text-Blackjack-v1.")
+    env_ids = env_ids or suite_envs(suite)
+    if not env_ids:
+        raise ConfigError(f"Suite {suite!r} has no envs yet; pass --envs or another --suite.")
+    unknown = [e for e in env_ids if e not in gym.registry]
+    if unknown:
+        raise ConfigError(f"Unknown environment {unknown[0]!r}: run `llmgym envs` to list them.")
+    return env_ids
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    """A checked bench: ``agents`` play ``env_ids`` on seeds ``seed, seed + 1, ...``
+    (``episodes`` per env, else the suite's count), ``batch_size`` at a time, into ``output``;
+    ``ray`` is the Ray address (``RAY_LOCAL``: here) or ``None`` (serial). ``envs`` is the
+    ``--envs`` text (``None``: the suite named them) for ``command``."""
+
+    env_ids: list[str]
+    agents: list[str]
+    seed: int = 0
+    episodes: int | None = None
+    output: Path = Path(DEFAULT_OUTPUT)
+    batch_size: int = 32
+    ray: str | None = None
+    envs: str | None = None
+    suite: str = "classic"
+
+    def seeds(self, env_id: str) -> range:
+        """The seeds this request plays on ``env_id``, the only ones its leaderboard counts."""
+        return range(self.seed, self.seed + episodes_for(env_id, self.episodes))
+
+    @property
+    def command(self) -> str:
+        """The ``llmgym bench`` command line (the leaderboard's "Made by" line): ``--envs``
+        where it replaced the suite, options at their defaults left out.
+
+        Example:
+            >>> BenchRequest(["Text-Taxi-v4"], ["optimal"], 1, None, Path("o"), 10, "local").command
+            'llmgym bench --suite classic --agents optimal --seed 1 --output o --batch-size 10 --ray'
+        """  # noqa: E501
+        where = f"--envs {shlex.quote(self.envs)}" if self.envs else f"--suite {self.suite}"
+        parts = ["llmgym bench", where, f"--agents {shlex.quote(','.join(self.agents))}"]
+        parts.append(f"--seed {self.seed}")
+        if self.episodes is not None:
+            parts.append(f"--episodes {self.episodes}")
+        parts.append(f"--output {shlex.quote(str(self.output))}")
+        if self.batch_size != 32:
+            parts.append(f"--batch-size {self.batch_size}")
+        if self.ray is not None:
+            parts.append("--ray" if self.ray == RAY_LOCAL else f"--ray {shlex.quote(self.ray)}")
+        return " ".join(parts)
+
+    def pending(self) -> dict[tuple[str, str], PendingSeeds]:
+        """The seeds each (env, agent) cell has still to play, after the rows ``output``
+        holds; ``OutputError`` when its ``episodes.jsonl`` has rows llmgym did not write."""
+        try:
+            done = {row_key(r) for r in load_rows(self.output)}
+        except (KeyError, TypeError):
+            raise OutputError(
+                f"{self.output / 'episodes.jsonl'} has rows llmgym did not write; move it."
+            ) from None
+        return pending_seeds(self.env_ids, self.agents, self.episodes, self.seed, done)
+
+
+def bench_request(
+    *,
+    envs: str | None = None,
+    suite: str = "classic",
+    agents: str = "random,optimal",
+    seed: int = 0,
+    episodes: int | None = None,
+    output: str | Path | None = None,
+    batch_size: int = 32,
+    ray: str | None = None,
+) -> BenchRequest:
+    """The ``BenchRequest`` of ``llmgym bench``'s options, checked (``AgentError`` or
+    ``ConfigError`` in one sentence); ``output=None`` is ``DEFAULT_OUTPUT``."""
+    names = agent_names(agents)
+    env_ids = env_names(envs, suite)
+    if episodes is not None:
+        check_count(episodes, "--episodes")
+    check_count(batch_size, "--batch-size", MAX_ENVS)
+    if ray is not None and importlib.util.find_spec("ray") is None:
+        raise ConfigError('ray is not installed: pip install "llmgym[ray]".')
+    out = Path(output) if output else Path(DEFAULT_OUTPUT)
+    return BenchRequest(env_ids, names, seed, episodes, out, batch_size, ray, envs, suite)
