@@ -19,9 +19,6 @@ from llmgym import recipes as library
 from llmgym.cli.checks import fail
 from llmgym.errors import ConfigError
 
-console = Console(highlight=False)
-
-
 def recipes(
     env_id: str = typer.Argument("", help="Only this env's recipes, e.g. Text-Blackjack-v1."),
     experiments: bool = typer.Option(
@@ -39,12 +36,13 @@ def recipes(
         if not found:
             raise fail(f"No recipe for {env_id!r}; `llmgym recipes` lists every env's.")
     table = Table(title="Recipes (* the env's default; `llmgym train ENV --recipe NAME`)")
-    for column in ("recipe", "env", "algo", "policy", "mode", "reached, per seed", "goal",
-                   "met", "episodes", "CPU min"):  # fmt: skip
+    table.add_column("recipe", no_wrap=True)
+    for column in ("env", "algo", "policy", "mode", "reached, per seed", "goal", "met",
+                   "episodes", "CPU min"):  # fmt: skip
         table.add_column(column)
     for recipe in found:
         table.add_row(*_row(recipe))
-    console.print(table)
+    Console(highlight=False).print(table)  # made here: the terminal's width now
 
 
 def _row(recipe: library.Recipe) -> list[str]:

@@ -79,8 +79,8 @@ def train(
     recipe: str = typer.Option(
         "",
         help="A recipe's name or .toml file (`llmgym recipes` lists them). Without it the env's "
-        "default recipe applies where the model, algorithm and env kwargs match; options and "
-        "--set override it.",
+        "default recipe applies where the model, algorithm and env kwargs match; `none`: "
+        "generic settings (as commands written before recipes). Options and --set override it.",
     ),
     model: str = _config_option("model"),
     algo: str = typer.Option("ppo", help=f"The algorithm. {escape(summary_help())}"),
@@ -176,6 +176,17 @@ def train_request(ctx: typer.Context) -> Any:
         output=output,
         final_eval_episodes=final,
     )
+
+
+def request_from_args(args: list[str]) -> Any:
+    """The ``TrainRequest`` of ``llmgym train`` arguments (a record's ``command`` without its
+    first two words), parsed as the command line is, without running anything."""
+    import typer.main
+
+    app = typer.Typer()
+    register(app)
+    command = typer.main.get_command(app).commands["train"]
+    return train_request(command.make_context("train", list(args)))
 
 
 def _check_train_extra() -> None:

@@ -107,6 +107,8 @@ def plan_run(request: TrainRequest) -> RunPlan:
 
 def _recipe(request: TrainRequest, given: dict[str, Any], algo: str | None) -> Any:
     """The recipe asked for (refused for another env), else the env's default where it fits."""
+    if request.recipe == "none":  # generic settings, as commands written before recipes
+        return None
     if request.recipe:
         recipe = recipes.get(request.recipe)
         if recipe.env != request.env_id:
@@ -142,6 +144,8 @@ def _recipe_line(request: TrainRequest, recipe: recipes.Recipe) -> str:
 
 
 def _no_recipe_line(request: TrainRequest, given: dict[str, Any], algo: str) -> str:
+    if request.recipe == "none":
+        return "No recipe (--recipe none): generic settings, not known to learn."
     kwargs = _kwargs(request.env_kwargs or {}) or "no env kwargs"
     return (
         f"No recipe for {_given_model(given)} / {algo} / {kwargs}: generic settings, not known "
