@@ -422,19 +422,19 @@ class PolicySection(PolicyConfig):
 
 def check_feature_layers(policy: PolicySection, turns_scored: bool) -> None:
     """``head_layers`` needs score mode, or a trainer that scores each generated turn again in
-    score form (``turns_scored``: PPO's ``q_critic``).
+    score form (``turns_scored``: ``--algo qac``).
 
     >>> generate = PolicySection(mode="generate", head_layers=[1])
     >>> check_feature_layers(generate, turns_scored=True)
     >>> check_feature_layers(generate, turns_scored=False)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    llmgym.errors.ConfigError: head_layers chooses ... or q_critic=true in generate mode.
+    llmgym.errors.ConfigError: head_layers chooses ... or --algo qac in generate mode.
     """
     if policy.head_layers is not None and policy.mode != "score" and not turns_scored:
         raise ConfigError(
             "head_layers chooses the hidden states the state features are made of, so it "
-            "needs score mode (`--mode score`), or q_critic=true in generate mode."
+            "needs score mode (`--mode score`), or --algo qac in generate mode."
         )
 
 
