@@ -61,88 +61,35 @@ def records(prefix: str = "") -> dict[str, dict]:
 
 # --------------------------------------------------------------------------- headline
 class Goal(NamedTuple):
-    """One RL-from-scratch goal: the runs of a recipe (``prefix`` + seed) and its test."""
+    """One RL-from-scratch goal: a package recipe's runs (``prefix`` + seed) and its test."""
 
     task: str
     prefix: str
     goal: str
     reached: Callable[[dict], bool]
+    recipe: str
 
 
-GOALS = [
-    Goal(
-        "Blackjack, PPO",
-        "blackjack-ppo-s",
-        "exact value >= -0.07 within 2,000 episodes",
-        lambda r: r["eval_value"] >= -0.07 and r["episodes"] <= 2000,
-    ),
-    Goal(
-        "Blackjack, GRPO",
-        "blackjack-grpo-s",
-        "the same",
-        lambda r: r["eval_value"] >= -0.07 and r["episodes"] <= 2000,
-    ),
-    Goal(
-        "Blackjack, SFT then GRPO",
-        "blackjack-sft-grpo-s",
-        "RL ends >= the SFT policy's value - 0.01",
-        lambda r: r["eval_value"] >= r["sft_value"] - 0.01,
-    ),
-    Goal(
-        "Blackjack, the LM alone (`q_critic`)",
-        "blackjack-lm-ppo-s",
-        "exact value >= -0.08 within 4,000 episodes",
-        lambda r: r["eval_value"] >= -0.08 and r["episodes"] <= 4000,
-    ),
-    Goal(
-        "Blackjack, the LM alone, critic over 40 updates, weights averaged (`q_critic`)",
-        "blackjack-lm-ppo-ema-s",
-        "exact value >= -0.08 within 4,000 episodes",
-        lambda r: r["eval_value"] >= -0.08 and r["episodes"] <= 4000,
-    ),
-    Goal(
-        "Blackjack, generate mode, the LM alone (`q_critic`)",
-        "blackjack-lm-gen-s",
-        "exact value >= -0.10 within 4,000 episodes, parse rate >= 0.99",
-        lambda r: r["eval_value"] >= -0.10 and r["episodes"] <= 4000 and r["parse_rate"] >= 0.99,
-    ),
-    Goal(
-        "FrozenLake, not slippery",
-        "frozenlake-noslip-ppo-s",
-        "success 1.0 within 1,000 episodes",
-        lambda r: r["eval_value"] >= 1.0 - 1e-9 and r["episodes"] <= 1000,
-    ),
-    Goal(
-        "FrozenLake, not slippery, the LM alone (`q_critic`)",
-        "frozenlake-lm-ppo-g08-s",
-        "success 1.0 within 2,000 episodes",
-        lambda r: r["eval_value"] >= 1.0 - 1e-9 and r["episodes"] <= 2000,
-    ),
-    Goal(
-        "FrozenLake, slippery",
-        "frozenlake-slippery-ppo-t1g-s",
-        "exact success >= 0.70 within 30,000 env steps",
-        lambda r: r["eval_value"] >= 0.70 and r["env_steps"] <= 30000,
-    ),
-    Goal(
-        "CartPole",
-        "cartpole-ppo-layer8g-s",
-        "greedy mean >= 195 over 20 episodes within 20,000 env steps",
-        lambda r: r["eval_value"] >= 195 and r["env_steps"] <= 20000,
-    ),
-    Goal(
-        "CartPole, the LM alone (`q_critic`), the stretch goal",
-        "cartpole-lm-ppo-s",
-        "greedy mean >= 195 over 20 episodes within 20,000 env steps",
-        lambda r: r["eval_value"] >= 195 and r["env_steps"] <= 20000,
-    ),
-    Goal(
-        "Arithmetic, generate mode",
-        "arithmetic-reinforce-s",
-        "held-out accuracy >= zero-shot + 0.10",
-        lambda r: r["eval_value"] >= r["start_value"] + 0.10,
-    ),
-]
+#: The headline's rows, in the order the pages show them: the package's recipes
+#: (llmgym/rl/recipes/*.toml), which hold each goal and its test.
+ORDER = [
+    "blackjack-ppo", "blackjack-grpo", "blackjack-sft-grpo", "blackjack-lm-ppo",
+    "blackjack-lm-ppo-ema", "blackjack-lm-gen", "frozenlake-noslip-ppo", "frozenlake-lm-ppo-g08",
+    "frozenlake-slippery-ppo-t1g", "cartpole-ppo-layer8g", "cartpole-lm-ppo",
+    "arithmetic-reinforce",
+]  # fmt: skip
+
+
+def _goal(name: str) -> Goal:
+    from llmgym.rl import recipes
+
+    recipe = recipes.get(name)
+    task = recipe.title + (" (`--algo qac`)" if recipe.algo == "qac" else "")
+    prefix = recipe.records.removesuffix("{seed}")
+    return Goal(task, prefix, recipe.goal["text"], recipe.reached, recipe.name)
+
+
+GOALS = [_goal(name) for name in ORDER]
 
 LEARNS = {
     "head": "a head on the frozen LM",
@@ -194,7 +141,7 @@ def control(goal: Goal) -> str:
 
 def headline() -> str:
     lines = [
-        "| task | what learns | zero-shot -> after RL, per seed | goal | reached "
+        "| task (recipe) | what learns | zero-shot -> after RL, per seed | goal | reached "
         "| control: random-init LM | same seeds: random, expert |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -209,7 +156,7 @@ def headline() -> str:
         finals = ", ".join(value(r) for r in runs.values())
         method = " (exact)" if first["eval_method"] == "exact" else ""
         hit = sum(goal.reached(r) for r in runs.values())
-        names = f"`{goal.prefix}*`"
+        names = f"`--recipe {goal.recipe}`"
         lines.append(
             f"| {goal.task} ({names}) | {LEARNS[first['policy']]} | {start} -> {finals}{method} "
             f"| {goal.goal} | **{hit} of {len(runs)}** | {control(goal)} | {same_seeds(first)} |"

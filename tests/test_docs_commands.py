@@ -643,6 +643,8 @@ EXECUTED = [
 NOT_EXECUTED = {
     ("docs/policy.md", '"qwen2.5-0.5b"'): "downloads models from the Hub",
     ("docs/training.md", "make_trainer("): "a 256-episode training run with SFT",
+    ("docs/development.md", "ALGORITHMS["): "a sketch: my_package is the reader's own",
+    ("docs/recipes.md", "recipes.load("): "builds a trainer on the 135M model",
 }
 
 # ``f(a=1, ...)``: an elided last argument (a syntax error as written).
@@ -720,6 +722,17 @@ def _agent_kinds(options: list[tuple[str, str | None]]) -> set[str]:
     return {n.partition(":")[0] for n in names}
 
 
+def _reads_layers(options) -> bool:
+    """Whether a train command sets hidden-state indices (``head_layers``), itself or through
+    a recipe bound to SmolLM2-135M's depth."""
+    from llmgym import recipes
+
+    if any(v.startswith("head_layers=") for v in option_values(options, "--set")):
+        return True
+    named = [r for r in option_values(options, "--recipe") if r != "none"]
+    return any(recipes.get(name).bound_to_model for name in named)
+
+
 NO_LLM = {"random", "optimal"}
 RUNS: dict[str, Run] = {
     "train": Run(
@@ -742,11 +755,15 @@ RUNS: dict[str, Run] = {
             "--resume": None,
         },
         flags=("--no-progress",),
-        # A warm start from expert demos: a few, one pass.
+        # A warm start from expert demos: a few, one pass; hidden-state indices of SmolLM2's
+        # 30 layers (a recipe's or a --set's) as the tiny model's last.
         extra=lambda options: (
-            ["--set", "sft.episodes=8", "--set", "sft.epochs=1"]
-            if option_values(options, "--sft") not in ([], ["none"])
-            else []
+            (
+                ["--set", "sft.episodes=8", "--set", "sft.epochs=1"]
+                if option_values(options, "--sft") not in ([], ["none"])
+                else []
+            )
+            + (["--set", "head_layers=[-1]"] if _reads_layers(options) else [])
         ),
         plot=True,
         expect=("run/metrics.jsonl", "run/learning_curve.png"),

@@ -28,6 +28,7 @@ RANKS = {
     "policy": 5,
     "evaluation": 6,
     "rl": 7,
+    "recipes": 8,
     "agents": 8,
     "integrations": 8,
     "bench": 9,

@@ -21,7 +21,7 @@ from llmgym.bench.request import DEFAULT_OUTPUT, RAY_LOCAL
 from llmgym.cli.checks import check_cache, check_output_dir, fail, missing_extra
 from llmgym.envs.registration import base_env_id
 from llmgym.errors import AgentError, ConfigError, OutputError, RayBenchError
-from llmgym.rl.config import MAX_THREADS
+from llmgym.rl.sections import MAX_THREADS
 from llmgym.rollout import MAX_TIMESTEPS, check_count
 
 if TYPE_CHECKING:

@@ -15,9 +15,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from llmgym import recipes as library
 from llmgym.cli.checks import fail
 from llmgym.errors import ConfigError
+from llmgym.rl import recipes as library
+
 
 def recipes(
     env_id: str = typer.Argument("", help="Only this env's recipes, e.g. Text-Blackjack-v1."),

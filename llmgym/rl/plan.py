@@ -23,9 +23,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmgym import recipes
 from llmgym.errors import ConfigError
-from llmgym.rl import checkpoints
+from llmgym.rl import checkpoints, recipes
 from llmgym.rl.algorithms import ALGORITHMS, algorithm, legacy_algo
 from llmgym.rl.config import TrainConfig, canonical_key
 

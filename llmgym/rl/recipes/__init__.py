@@ -3,7 +3,7 @@ files): the env and its kwargs, the algorithm, the policy family, the mode, the 
 measured with, every setting that differs from the config's defaults with a one-line reason,
 its goal, and the records it produced (``benchmarks/results/rl/NAME-sSEED.json``).
 
-The package's recipes are the results table's rows (``llmgym/recipes/*.toml``); research
+The package's recipes are the results table's rows (``llmgym/rl/recipes/*.toml``); research
 variants live in ``experiments/recipes/`` and say ``extends = "NAME"`` plus the keys they
 change. ``llmgym train ENV --recipe NAME`` trains one (explicit options and ``--set`` override
 it); with no ``--recipe`` the env's default recipe applies where the model, algorithm and env
@@ -148,7 +148,7 @@ class Recipe:
 def recipe_dirs() -> list[Path]:
     """Where named recipes are looked up: the package's, then ``experiments/recipes`` of the
     source tree where there is one."""
-    experiments = PACKAGE_DIR.parents[1] / "experiments" / "recipes"
+    experiments = PACKAGE_DIR.parents[2] / "experiments" / "recipes"
     return [PACKAGE_DIR] + ([experiments] if experiments.is_dir() else [])
 
 
@@ -286,7 +286,7 @@ def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
 
 
 #: Where the committed records are, in a source checkout (absent from an installed package).
-RECORDS_DIR = PACKAGE_DIR.parents[1] / "benchmarks" / "results" / "rl"
+RECORDS_DIR = PACKAGE_DIR.parents[2] / "benchmarks" / "results" / "rl"
 
 
 def committed_records(recipe: Recipe, directory: Path = RECORDS_DIR) -> dict[str, dict]:
@@ -325,6 +325,7 @@ def finite(value: Any) -> bool:
 
 
 __all__ = [
+    "RECORDS_DIR",
     "Recipe",
     "all_recipes",
     "committed_records",

@@ -1,0 +1,33 @@
+"""The training recipes (``llmgym.rl.recipes``), under a short name for notebooks and TRL
+users: ``llmgym.recipes.load("blackjack-lm-ppo-ema")`` is the config of the recipe where the
+language model itself learns Blackjack; ``llmgym recipes`` lists them all.
+
+Example:
+    >>> from llmgym import recipes
+    >>> recipes.get("blackjack-ppo").policy
+    'head'
+"""
+
+from llmgym.rl.recipes import (
+    RECORDS_DIR,
+    Recipe,
+    all_recipes,
+    committed_records,
+    default_for,
+    describe_goal,
+    get,
+    load,
+    names,
+)
+
+__all__ = [
+    "RECORDS_DIR",
+    "Recipe",
+    "all_recipes",
+    "committed_records",
+    "default_for",
+    "describe_goal",
+    "get",
+    "load",
+    "names",
+]
