@@ -133,6 +133,11 @@ def test_every_committed_run_config_still_loads_and_validates():
     if not runs:
         pytest.skip("no committed runs in this checkout")
     for path in runs:
-        values = json.loads(path.read_text())
-        config = config_class(values.get("algo") or "ppo").from_dict(values)
+        from llmgym.rl.algorithms import legacy_algo
+
+        # runs of PPO with q_critic=true load as qac, through the one mapping restoring uses
+        algo, values = legacy_algo(
+            *(lambda v: (v.get("algo") or "ppo", v))(json.loads(path.read_text()))
+        )
+        config = config_class(algo).from_dict(values)
         config.validate()
