@@ -8,26 +8,5 @@ Example:
     'head'
 """
 
-from llmgym.rl.recipes import (
-    RECORDS_DIR,
-    Recipe,
-    all_recipes,
-    committed_records,
-    default_for,
-    describe_goal,
-    get,
-    load,
-    names,
-)
-
-__all__ = [
-    "RECORDS_DIR",
-    "Recipe",
-    "all_recipes",
-    "committed_records",
-    "default_for",
-    "describe_goal",
-    "get",
-    "load",
-    "names",
-]
+from llmgym.rl.recipes import *  # noqa: F403  (the same names, one list of them)
+from llmgym.rl.recipes import __all__  # noqa: F401

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmgym.errors import ConfigError
+from llmgym.policy.models import same_model
 from llmgym.rl import checkpoints, recipes
 from llmgym.rl.algorithms import ALGORITHMS, algorithm, legacy_algo
 from llmgym.rl.config import TrainConfig, canonical_key
@@ -72,39 +73,43 @@ def plan_run(request: TrainRequest) -> RunPlan:
         algorithm(request.algo)  # an unknown name: the names in one sentence
     if request.resume:
         return _resumed(request)
-    given = dict(request.given)
-    algo, given = legacy_algo(request.algo or "ppo", given)
+    # the algorithm asked for: --algo, or qac through the old --set q_critic=true
+    algo, given = legacy_algo(request.algo or "ppo", dict(request.given))
+    chosen = algo if request.algo or algo != "ppo" else None
     notes = []
     if algo != (request.algo or "ppo"):
         notes.append("q_critic=true is now its own algorithm: training with --algo qac.")
-    recipe = _recipe(request, given, algo if request.algo or algo != "ppo" else None)
+    model = _model(given) or TrainConfig().policy.model
+    recipe = _recipe(request, given, chosen, model)
     values: dict[str, Any] = {"env_id": request.env_id, "output_dir": request.output}
     overrides = {}
     if recipe is not None:
-        algo = algo if request.algo or algo != "ppo" else recipe.algo
-        values |= recipe.values()
+        algo = chosen or recipe.algo
+        values |= recipe.values() | {"run.recipe": recipe.name}
         own = {canonical_key(k): v for k, v in recipe.values().items()}
-        overrides = {
-            k: v for k, v in given.items() if canonical_key(k) in own and own[canonical_key(k)] != v
-        }
+        overrides = {k: v for k, v in given.items() if own.get(canonical_key(k), v) != v}
         notes.append(_recipe_line(request, recipe))
-        if recipe.bound_to_model and not _same_model(given, recipe):
+        if recipe.bound_to_model and not same_model(model, recipe.model):
             notes.append(
                 f"Recipe {recipe.name} was measured on {recipe.model}: {recipe.bound_to_model}."
             )
-        values["run.recipe"] = recipe.name
     else:
-        notes.append(_no_recipe_line(request, given, algo))
+        notes.append(_no_recipe_line(request, model, algo))
     if request.env_kwargs is not None:
         values["env_kwargs"] = {**values.get("env_kwargs", {}), **request.env_kwargs}
     config = algorithm(algo).config_class().build(values | given)
     config.validate()  # every value and combination, before any model loads
-    final = request.final_eval_episodes
-    final = final if final is not None else (recipe and recipe.final_eval_episodes) or 1000
-    return RunPlan(algo, config, recipe, final, notes, overrides)
+    return RunPlan(algo, config, recipe, _final_episodes(request, recipe), notes, overrides)
 
 
-def _recipe(request: TrainRequest, given: dict[str, Any], algo: str | None) -> Any:
+def _final_episodes(request: TrainRequest, recipe: recipes.Recipe | None) -> int:
+    """The final evaluation's episodes: given, else the recipe's, else 1000."""
+    if request.final_eval_episodes is not None:
+        return request.final_eval_episodes
+    return (recipe and recipe.final_eval_episodes) or 1000
+
+
+def _recipe(request: TrainRequest, given: dict[str, Any], algo: str | None, model: str) -> Any:
     """The recipe asked for (refused for another env), else the env's default where it fits."""
     if request.recipe == "none":  # generic settings, as commands written before recipes
         return None
@@ -116,19 +121,14 @@ def _recipe(request: TrainRequest, given: dict[str, Any], algo: str | None) -> A
                 f"`llmgym recipes {request.env_id}` lists this env's."
             )
         return recipe
-    model, mode = _given_model(given), given.get("policy.mode")
+    mode = given.get("policy.mode")
     return recipes.default_for(request.env_id, model, algo, mode, request.env_kwargs or {})
 
 
-def _given_model(given: dict[str, Any]) -> str:
+def _model(given: dict[str, Any]) -> str | None:
+    """The model the options name (``--model`` or ``--set model=...``), None if none."""
     models = [v for k, v in given.items() if canonical_key(k) == "policy.model"]
-    return models[-1] if models else TrainConfig().policy.model
-
-
-def _same_model(given: dict[str, Any], recipe: recipes.Recipe) -> bool:
-    from llmgym.policy.models import same_model
-
-    return same_model(_given_model(given), recipe.model)
+    return models[-1] if models else None
 
 
 def _recipe_line(request: TrainRequest, recipe: recipes.Recipe) -> str:
@@ -142,14 +142,11 @@ def _recipe_line(request: TrainRequest, recipe: recipes.Recipe) -> str:
     )
 
 
-def _no_recipe_line(request: TrainRequest, given: dict[str, Any], algo: str) -> str:
+def _no_recipe_line(request: TrainRequest, model: str, algo: str) -> str:
     if request.recipe == "none":
         return "No recipe (--recipe none): generic settings, not known to learn."
     kwargs = _kwargs(request.env_kwargs or {}) or "no env kwargs"
-    return (
-        f"No recipe for {_given_model(given)} / {algo} / {kwargs}: generic settings, not known "
-        "to learn."
-    )
+    return f"No recipe for {model} / {algo} / {kwargs}: generic settings, not known to learn."
 
 
 def _kwargs(kwargs: dict[str, Any]) -> str:
@@ -168,8 +165,7 @@ def _resumed(request: TrainRequest) -> RunPlan:
         asked["algo"] = legacy_algo(request.algo, given)[0]
     if request.env_kwargs:
         asked["env_kwargs"] = request.env_kwargs
-    models = [v for k, v in given.items() if canonical_key(k) == "policy.model"]
-    asked |= {"model": models[-1]} if models else {}
+    asked |= {"model": _model(given)} if _model(given) else {}
     checkpoints.check_resume(request.output, saved, asked)
     algo = saved.get("algo", request.algo or "ppo")
     if algo not in ALGORITHMS:
@@ -189,13 +185,13 @@ def _resumed(request: TrainRequest) -> RunPlan:
         f"Resuming the run in {request.output}"
         + (f" (recipe {recipe_name})." if recipe_name else ".")
     ]
-    final = request.final_eval_episodes or 1000
     recipe = None
     if recipe_name:
         try:
             recipe = recipes.get(recipe_name)
         except ConfigError:  # a recipe file of a run made elsewhere
             recipe = None
+    final = _final_episodes(request, recipe)
     return RunPlan(algo, config, recipe, final, notes, ignored=ignored)
 
 

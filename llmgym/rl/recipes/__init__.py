@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,12 +155,6 @@ def all_recipes(package_only: bool = True) -> list[Recipe]:
     """Every recipe, the package's first (in file-name order)."""
     dirs = recipe_dirs()[:1] if package_only else recipe_dirs()
     return [read(path) for d in dirs for path in sorted(d.glob("*.toml"))]
-
-
-def names(package_only: bool = False) -> list[str]:
-    """The names ``--recipe`` takes."""
-    dirs = recipe_dirs()[:1] if package_only else recipe_dirs()
-    return [path.stem for d in dirs for path in sorted(d.glob("*.toml"))]
 
 
 def get(name: str) -> Recipe:
@@ -319,11 +312,6 @@ def describe_goal(recipe: Recipe, records: dict[str, dict]) -> str:
     return f"{sum(recipe.reached(r) for r in found)} of {len(found)}"
 
 
-def finite(value: Any) -> bool:
-    """Whether ``value`` is a finite number."""
-    return isinstance(value, (int, float)) and math.isfinite(value)
-
-
 __all__ = [
     "RECORDS_DIR",
     "Recipe",
@@ -333,5 +321,4 @@ __all__ = [
     "describe_goal",
     "get",
     "load",
-    "names",
 ]
