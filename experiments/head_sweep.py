@@ -104,7 +104,7 @@ def run(loaded: Any, memo: dict, variant: str, seed: int, model: str, episodes: 
         )
         trainer.policy.share_memo(memo)  # the frozen model's features, shared by every run
         trainer.train()
-        return float(trainer.evaluate_exact()["mean_return"])
+        return float(trainer.evaluation.exact_value(trainer.policy)["mean_return"])
 
 
 def table(results: dict[str, dict[str, float]]) -> str:

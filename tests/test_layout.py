@@ -20,6 +20,7 @@ RANKS = {
     "errors": 0,
     "files": 1,
     "parsing": 1,
+    "config": 1,
     "describers": 1,
     "wrappers": 2,
     "envs": 3,

@@ -24,7 +24,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from llmgym.cli.checks import (
-    check_env_kwargs,
     check_output_dir,
     check_output_file,
     fail,
@@ -138,7 +137,6 @@ def train(
     plan = _plan(train_request(ctx))
     if result_json:
         check_output_file(result_json, "--result-json")
-    check_env_kwargs(plan.config.run.env_id, plan.config.run.env_kwargs)
     command = "llmgym " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     _run(plan, resume, command, result_json, policy_out)
 
@@ -272,7 +270,7 @@ def _print_start(plan: Any, trainer: Any, resume: bool) -> None:
         )
     if config.eval.start and not resume:
         console.print(
-            f"Start evaluation: {trainer.evaluation_plan(plan.final_eval_episodes)}; "
+            f"Start evaluation: {trainer.evaluation.plan(plan.final_eval_episodes)}; "
             "--no-start-eval skips it."
         )
 

@@ -30,17 +30,10 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from llmgym.config import Rule, check_fields, field_docs, rule
 from llmgym.envs.registration import check_env_kwargs
 from llmgym.errors import TrainingError
-from llmgym.policy.config import (
-    PolicySection,
-    Rule,
-    check_feature_layers,
-    check_fields,
-    check_vllm_training,
-    field_docs,
-    rule,
-)
+from llmgym.policy.config import PolicySection, check_feature_layers, check_vllm_training
 from llmgym.rl.sections import (
     LEARNING_RATE,
     EvalSection,

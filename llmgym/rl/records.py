@@ -118,13 +118,15 @@ def constants(trainer: Any, config: Any) -> dict[str, Any]:
     from llmgym.evaluation.constant import constant_values
     from llmgym.evaluation.exact import exact_value
 
-    env_id, kwargs = config.run.env_id, trainer.eval_kwargs
+    env_id, kwargs = config.run.env_id, trainer.evaluation.kwargs
     consts = constant_values(env_id, kwargs)
     if consts is None:
         return {"best_constant_value": None, "constant_policy": None}
     constant = None
     if config.policy.history == 0:  # a Markov policy: its greedy action in each state
-        result = trainer.last_exact if trainer.uses_exact_eval() else None  # the final one's
+        result = (
+            trainer.evaluation.last_exact if trainer.uses_exact_eval() else None
+        )  # the final one's
         if result is None:
 
             def act(observations: list[str], infos: list[dict[str, Any]]) -> list[str]:

@@ -14,12 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from llmgym.policy.config import (
-    Checked,
-    Rule,
-    is_device,
-    rule,
-)
+from llmgym.config import Checked, Rule, rule
+from llmgym.policy.config import is_device
 from llmgym.rollout import MAX_ENVS, MAX_EPISODES, MAX_TIMESTEPS
 
 #: Learning rates above this are refused (AdamW moves each weight by about the rate a step; the

@@ -7,12 +7,12 @@ every ``eval.every`` iterations -> checkpoint every ``run.checkpoint_every``. ``
 it until the env-step or episode budget is spent; ``train(resume=True)`` continues from the
 newest checkpoint, exactly.
 
-Each algorithm (``ppo.py``, ``grpo.py``, ``reinforce.py``) subclasses :class:`Trainer` and
-implements :meth:`Trainer.update`. The trainer owns its parts: the policy
+Each algorithm (``algorithms/``: ``ppo.py``, ``qac.py``, ``grpo.py``, ``reinforce.py``)
+subclasses :class:`Trainer` and implements :meth:`Trainer.update`. The trainer owns its parts: the policy
 (``llmgym.policy``), which weights train and the reference (:class:`~llmgym.rl.weights.Weights`),
 the optimizers (``optim.py``), several processes (``distributed.py``), the metrics log
-(``logger.py``), checkpoints (``checkpointing.py``) and the evaluator
-(``llmgym.evaluation.evaluator``). Nothing writes into the rollout's records: an update reads
+(``logger.py``), checkpoints (``checkpointing.py``) and its evaluations
+(``run_evaluation.py``). Nothing writes into the rollout's records: an update reads
 episodes and builds its own batch.
 """
 
@@ -31,7 +31,7 @@ import numpy as np
 
 import llmgym  # noqa: F401  (registers the Text-* ids)
 from llmgym.errors import TrainingError
-from llmgym.evaluation.evaluator import EvalResult, evaluate, evaluation_kwargs
+from llmgym.evaluation.evaluator import evaluation_kwargs
 from llmgym.policy.action_head import head_for, state_layers
 from llmgym.policy.models import load_model_for
 from llmgym.rl import checkpoints
@@ -48,9 +48,10 @@ from llmgym.rl.metrics import (
     progress_bar,
     rollout_metrics,
 )
+from llmgym.rl.run_evaluation import RunEvaluation
 from llmgym.rl.update import UpdateSteps
 from llmgym.rl.weights import Weights
-from llmgym.rollout import Episode, cached, play
+from llmgym.rollout import Episode, play
 
 EVAL_SEED_BASE = 1_000_000
 """Evaluation episodes use seeds ``EVAL_SEED_BASE + i``: disjoint from training seeds."""
@@ -114,10 +115,9 @@ class Trainer(UpdateSteps, Checkpointing):
         make = partial(make_envs, run.env_id, run.num_envs, history=config.policy.history)
         self.envs = make(run.env_kwargs) if run.env_id else []
         # Evaluation runs under the registered step limit, on held-out problems where split.
-        self.eval_kwargs = evaluation_kwargs(run.env_kwargs)
-        self.eval_envs = self.envs
-        if run.env_id and self.eval_kwargs != run.env_kwargs:
-            self.eval_envs = make(self.eval_kwargs)
+        eval_kwargs = evaluation_kwargs(run.env_kwargs)
+        eval_envs = make(eval_kwargs) if run.env_id and eval_kwargs != run.env_kwargs else None
+        self.evaluation = RunEvaluation(config, eval_envs or self.envs, eval_kwargs, self.torch)
         self.iteration = 0
         self.env_steps = 0
         self.episodes_done = 0
@@ -129,7 +129,6 @@ class Trainer(UpdateSteps, Checkpointing):
         self.ent_boost = 0.0  # added to the entropy bonus while entropy is below min_entropy
         self.features_frozen = False  # after SFT the head keeps the demos' feature map
         self.best_eval: dict[str, Any] | None = None  # the best evaluation (keep_if_best)
-        self.last_exact: Any = None  # the newest exact evaluation (ExactResult)
         self.recent_successes: list[Any] = []  # turns that ``sft.during_rl`` trains on
         self.first_eval: dict[str, Any] | None = None  # the iteration-0 evaluation of train()
         #: Shuffles minibatches (and draws GRPO's branch points); checkpointed.
@@ -291,47 +290,11 @@ class Trainer(UpdateSteps, Checkpointing):
             return self._evaluate(episodes, seed_base)
 
     def _evaluate(self, episodes: int | None, seed_base: int) -> dict:
-        if self.uses_exact_eval():
-            return self.evaluate_exact()
-        cfg = self.config
-        greedy = cfg.eval.greedy
-        act = partial(self.policy.act, greedy=greedy)
-        if greedy and cfg.policy.history == 0:  # a Markov greedy policy: one answer per prompt
-            act = cached(act, {})
-        n = episodes or cfg.eval.episodes
-        with self.torch.no_grad():
-            return evaluate(act, self.eval_envs, range(seed_base, seed_base + n)).summary()
+        return self.evaluation.run(self.policy, episodes, seed_base)
 
     def uses_exact_eval(self) -> bool:
         """Whether :meth:`evaluate` computes the exact value (see ``eval_method``)."""
-        cfg = self.config
-        if cfg.eval.method == "sampled" or not cfg.run.env_id:
-            return False
-        from llmgym.evaluation.exact import supports_exact
-
-        possible = supports_exact(cfg.run.env_id, self.eval_kwargs)
-        possible = possible and cfg.eval.greedy and cfg.policy.history == 0
-        if cfg.eval.method == "exact" and not possible:
-            raise TrainingError(
-                f"Exact evaluation needs a greedy Markov policy on an env with a known model "
-                f"(Blackjack, FrozenLake, Taxi, CliffWalking), not {cfg.run.env_id}; use "
-                "eval_method=sampled."
-            )
-        return possible
-
-    def evaluate_exact(self) -> dict[str, Any]:
-        """The greedy policy's exact expected return, in :meth:`evaluate`'s format."""
-        from llmgym.evaluation.exact import exact_value
-
-        def act(observations: list[str], infos: list[dict[str, Any]]) -> list[str]:
-            return [s.text for s in self.policy.act(observations, infos, greedy=True)]
-
-        start = time.perf_counter()
-        with self.torch.no_grad():
-            result = exact_value(self.config.run.env_id, act, self.eval_kwargs)
-        self.last_exact = result  # the actions it took, for the run's record
-        wall = time.perf_counter() - start
-        return EvalResult.exact(result.value, result.parse_rate, wall).summary()
+        return self.evaluation.exact()
 
     # ---- the loop --------------------------------------------------------------------------
 
@@ -453,29 +416,6 @@ class Trainer(UpdateSteps, Checkpointing):
             pbar.write(message)
         else:
             print(message, flush=True)
-
-    def evaluation_plan(self, episodes: int | None = None) -> str:
-        """How :meth:`evaluate` measures, and how to change it (printed before an evaluation).
-
-        Example:
-            >>> from types import SimpleNamespace as NS
-            >>> trainer = NS(uses_exact_eval=lambda: False, config=NS(eval=NS(episodes=100,
-            ...     greedy=True, method="sampled")))
-            >>> Trainer.evaluation_plan(trainer, 1000).split(" (")[0]
-            'the greedy policy over 1000 episodes'
-        """
-        cfg = self.config.eval
-        who = "the greedy policy" if cfg.greedy else "the sampling policy"
-        if self.uses_exact_eval():
-            return (
-                f"the exact value of {who} from the env's model (eval.method={cfg.method}; "
-                "--set eval.method=sampled plays episodes instead)"
-            )
-        n = episodes or cfg.episodes
-        return (
-            f"{who} over {n} episodes (eval.method={cfg.method}; --set eval.method=exact where "
-            "the env allows it)"
-        )
 
     def _warn(self, message: str, key: str | None = None) -> None:
         key = key or message

@@ -33,8 +33,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from llmgym.config import rule
 from llmgym.errors import ConfigError
-from llmgym.policy.config import rule
 from llmgym.rl.algorithms.ppo import PPOConfig, PPOTrainer
 from llmgym.rl.batch import RolloutBatch
 from llmgym.rl.qcritic import QCritic, actor_targets, fit_least_squares

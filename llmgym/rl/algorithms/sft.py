@@ -137,7 +137,8 @@ def load_demos(path: str | Path) -> list[Demo]:
                 system, obs, action = row["system_prompt"], row["observation"], row["action"]
         except (KeyError, IndexError, json.JSONDecodeError) as error:
             raise TrainingError(
-                f"Line {n} of {path} is not a demo ({error}); see the format in llmgym/rl/algorithms/sft.py."
+                f"Line {n} of {path} is not a demo ({error}); see the format in "
+                "llmgym/rl/algorithms/sft.py."
             ) from None
         demos.append(Demo(system, obs, action, valid))
     return demos
