@@ -106,6 +106,20 @@ def test_each_record_ran_its_recipe_and_stores_its_hash():
             assert script.differences(recipe, seed, record) == {}, name
 
 
+def test_each_research_variant_that_has_records_ran_it():
+    """``experiments/recipes``: the variants' records (those not resumed by a bare
+    ``--resume``, whose commands do not repeat their settings) store their recipe's hash."""
+    checked = 0
+    for recipe in EXPERIMENTS:
+        for record in recipes.committed_records(recipe).values():
+            if "recipe" not in record:
+                assert "--resume" in record["command"], recipe.name
+                continue
+            assert record["recipe_hash"] == recipe.fingerprint(), recipe.name
+            checked += 1
+    assert checked >= 20
+
+
 def test_the_table_and_the_goals_agree_with_the_records():
     result = CliRunner().invoke(app, ["recipes"], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
