@@ -30,7 +30,7 @@ from llmgym.cli.checks import (
     key_values,
 )
 from llmgym.errors import ConfigError, LLMGymError, TrainingError
-from llmgym.rl.algorithms import summary_help
+from llmgym.rl.algorithms import ALGORITHMS, summary_help
 from llmgym.rl.config import TrainConfig, default_value, field_doc
 from llmgym.rollout import check_count
 
@@ -208,6 +208,8 @@ def _plan(request: Any) -> Any:
         raise fail(
             f"Unknown environment {request.env_id!r}; run `llmgym envs` to list the text envs."
         )
+    if request.algo is not None and request.algo not in ALGORITHMS:
+        raise fail(f"Unknown --algo {request.algo!r}; choose one of {', '.join(ALGORITHMS)}.")
     check_output_dir(request.output)
     if request.resume and checkpoints.latest(Path(request.output) / "checkpoints") is None:
         raise fail(

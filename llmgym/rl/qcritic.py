@@ -114,14 +114,23 @@ def ridge_fit(x: torch.Tensor, y: torch.Tensor, ridge: float) -> torch.Tensor:
     return ridge_fit(x, y, best[1])
 
 
-def centred_q(q_rows: list[torch.Tensor]) -> list[torch.Tensor]:
+def centred_q(q_rows: list[torch.Tensor], scale: float | None = None) -> list[torch.Tensor]:
     """Per state, the critic's Q-values centred over its actions, all divided by their root
-    mean square over the batch (scale-free, as normalised advantages are); zeros while the
-    critic is flat."""
+    mean square over the batch (scale-free, as normalised advantages are), or by ``scale``
+    (the whole batch's, where several processes each hold a share); zeros while the critic is
+    flat."""
     centred = [q.float() - q.float().mean() for q in q_rows]
-    entries = torch.cat(centred) if centred else torch.zeros(0)
-    scale = float(entries.pow(2).mean().sqrt()) if len(entries) else 0.0
+    if scale is None:
+        entries = torch.cat(centred) if centred else torch.zeros(0)
+        scale = float(entries.pow(2).mean().sqrt()) if len(entries) else 0.0
     return [c / scale if scale > 1e-8 else torch.zeros_like(c) for c in centred]
+
+
+def centred_squares(q_rows: list[torch.Tensor]) -> tuple[int, float]:
+    """(the number of entries, the sum of their squares) of the centred Q-values: a share of
+    the batch's root mean square that processes add up."""
+    centred = [q.float() - q.float().mean() for q in q_rows]
+    return sum(len(c) for c in centred), float(sum(c.pow(2).sum() for c in centred))
 
 
 def actor_targets(
@@ -129,13 +138,15 @@ def actor_targets(
     old_logprobs: list[torch.Tensor],
     step: float,
     kind: str = "mirror",
+    scale: float | None = None,
 ) -> list[torch.Tensor]:
     """Per state, the distribution the actor is fitted to (by cross-entropy). ``mirror``:
     ``softmax(log pi_old + step * centred_q)``, the mirror-descent step of the policy in each
     state (the tabular natural gradient's; MPO's and MDPO's improved policy), bounded however
     long the actor trains on it, and moving an unlikely action as much as a likely one.
     ``softmax``: ``softmax(step * centred_q)``, the critic's own Boltzmann policy, which a
-    state's policy reaches and then stays at, whatever the rollout policy was.
+    state's policy reaches and then stays at, whatever the rollout policy was. ``scale``: see
+    :func:`centred_q`.
 
     >>> q, old = [torch.tensor([0.0, 1.0])], [torch.log(torch.tensor([0.9, 0.1]))]
     >>> [round(p, 2) for p in actor_targets(q, old, step=1.0)[0].tolist()]
@@ -143,7 +154,7 @@ def actor_targets(
     >>> [round(p, 2) for p in actor_targets(q, old, step=1.0, kind="softmax")[0].tolist()]
     [0.12, 0.88]
     """
-    rows = centred_q(q_rows)
+    rows = centred_q(q_rows, scale)
     if kind == "softmax":
         return [torch.softmax(step * c.to(lp.device), -1) for lp, c in zip(old_logprobs, rows)]
     return [
@@ -151,4 +162,11 @@ def actor_targets(
     ]
 
 
-__all__ = ["RIDGE_GRID", "QCritic", "actor_targets", "centred_q", "fit_least_squares", "ridge_fit"]
+__all__ = ["RIDGE_GRID",
+    "QCritic",
+    "actor_targets",
+    "centred_q",
+    "centred_squares",
+    "fit_least_squares",
+    "ridge_fit",
+]

@@ -89,7 +89,7 @@ def test_a_toy_algorithm_trains_through_the_table_alone(toy, tmp_path):
 def test_an_unknown_algorithm_is_one_sentence():
     result = CliRunner().invoke(app, ["train", "Text-Blackjack-v1", "--algo", "nope"])
     assert result.exit_code == 2
-    assert "Unknown algorithm 'nope'; choose one of ppo, qac, grpo, reinforce." in result.output
+    assert "Unknown --algo 'nope'; choose one of ppo, qac, grpo, reinforce." in result.output
 
 
 def test_ppo_holds_no_q_critic_and_the_old_name_warns_and_still_works(tmp_path):

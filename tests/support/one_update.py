@@ -37,6 +37,9 @@ def main(algo: str, out: Path) -> None:
         progress=False,
         num_threads=1,
         **({"group_size": 4} if grpo else {}),
+        # qac: the critic fitted before the update (else it is zero there, the actor's target is
+        # the rollout policy itself, and Adam's first step turns rounding noise into full steps)
+        **({"q_window": 1} if algo == "qac" else {}),
     )
     torch.manual_seed(0)
     trainer.policy.generator.manual_seed(0)

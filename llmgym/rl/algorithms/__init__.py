@@ -14,6 +14,8 @@ Example:
     'QACConfig'
     >>> legacy_algo("ppo", {"q_critic": True, "gamma": 0.9})
     ('qac', {'gamma': 0.9})
+    >>> legacy_algo("ppo", {"q_critic": False, "q_window": 0, "gamma": 0.9})
+    ('ppo', {'gamma': 0.9})
 """
 
 from __future__ import annotations
@@ -87,14 +89,21 @@ def algorithm(name: str) -> Algorithm:
         ) from None
 
 
+#: The Q-critic's own settings, once PPO's (dropped with ``q_critic=false``).
+QAC_ONLY = ("q_step", "q_target", "q_window", "q_ridge")
+
+
 def legacy_algo(algo: str, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """``(algo, values)`` of before the Q-critic was its own algorithm, as they are now: PPO
     with ``q_critic`` true is ``qac``; the ``q_critic`` key itself is dropped. The one mapping
     that lets records, checkpoints and ``--resume`` of such runs work."""
     if "q_critic" not in values:
         return algo, values
-    rest = {k: v for k, v in values.items() if k != "q_critic"}
-    return ("qac" if algo == "ppo" and values["q_critic"] else algo), rest
+    if algo == "ppo" and values["q_critic"]:
+        return "qac", {k: v for k, v in values.items() if k != "q_critic"}
+    # q_critic=false: PPO's own; the Q-critic's settings did nothing there (saved configs hold
+    # them at their defaults)
+    return algo, {k: v for k, v in values.items() if k != "q_critic" and k not in QAC_ONLY}
 
 
 def summary_help() -> str:

@@ -37,7 +37,7 @@ from llmgym.config import rule
 from llmgym.errors import ConfigError
 from llmgym.rl.algorithms.ppo import PPOConfig, PPOTrainer
 from llmgym.rl.batch import RolloutBatch
-from llmgym.rl.qcritic import QCritic, actor_targets, fit_least_squares
+from llmgym.rl.qcritic import QCritic, actor_targets, centred_squares, fit_least_squares
 
 
 @dataclass
@@ -152,7 +152,11 @@ class QACTrainer(PPOTrainer):
         with self.torch.no_grad():
             q = [qi for o, c in zip(outs, chunks) for qi in self.q_values(o.hidden, c)]
         old_all = [lp.detach() for o in outs for lp in o.candidate_logprobs]
-        return actor_targets(q, old_all, cfg.q_step, cfg.q_target)
+        scale = None  # one process: the batch's own (the committed runs' arithmetic)
+        if self.processes.num > 1:  # several: the root mean square of the whole batch
+            count, squares = self.processes.sum(centred_squares(q))
+            scale = (squares / count) ** 0.5 if count else 0.0
+        return actor_targets(q, old_all, cfg.q_step, cfg.q_target, scale)
 
     def policy_loss(self, out: Any, mb: RolloutBatch, logratio: Any) -> Any:
         """Cross-entropy to the targets: over the actions' log-probabilities in score mode,
