@@ -162,7 +162,8 @@ def actor_targets(
     ]
 
 
-__all__ = ["RIDGE_GRID",
+__all__ = [
+    "RIDGE_GRID",
     "QCritic",
     "actor_targets",
     "centred_q",

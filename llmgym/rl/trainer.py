@@ -10,9 +10,9 @@ newest checkpoint, exactly.
 Each algorithm (``algorithms/``: ``ppo.py``, ``qac.py``, ``grpo.py``, ``reinforce.py``)
 subclasses :class:`Trainer` and implements :meth:`Trainer.update`. The trainer owns its parts:
 the policy (``llmgym.policy``), which weights train and the reference
-(:class:`~llmgym.rl.weights.Weights`), the optimizers (``optim.py``), several processes (``distributed.py``), the metrics log
-(``logger.py``), checkpoints (``checkpointing.py``) and its evaluations
-(``run_evaluation.py``). Nothing writes into the rollout's records: an update reads
+(:class:`~llmgym.rl.weights.Weights`), the optimizers (``optim.py``), several processes
+(``distributed.py``), the metrics log (``logger.py``), checkpoints (``checkpointing.py``) and
+its evaluations (``run_evaluation.py``). Nothing writes into the rollout's records: an update reads
 episodes and builds its own batch.
 """
 
