@@ -30,7 +30,7 @@ def result_record(
     resumed: bool,
 ) -> dict[str, Any]:
     """The record of a finished run (``plan``: :class:`llmgym.rl.plan.RunPlan`)."""
-    from llmgym.rl.logger import machine_description
+    from llmgym.rl.logger import library_versions, machine_description
     from llmgym.rl.trainer import EVAL_SEED_BASE
 
     config, episodes = trainer.config, plan.final_eval_episodes
@@ -54,6 +54,9 @@ def result_record(
         "updates": trainer.iteration,
         "wall_s": round(wall_s, 1),  # this invocation only (a resumed run adds to earlier ones)
         "machine": machine_description(trainer.device),
+        # the float arithmetic of a rerun differs with these (a record is reproduced exactly
+        # only with the same versions)
+        "versions": library_versions(),
         "eval_method": final.get("method", "sampled"),
         "start_value": start["mean_return"],
         # The same evaluation right after the SFT warm start (the RL run's own starting point).

@@ -211,6 +211,7 @@ def test_train_prints_the_recipe_first_and_records_it(tmp_path):
     assert result.output.startswith("Recipe blackjack-ppo: as asked")
     record = json.loads((out / "result.json").read_text())
     assert record["recipe"] == "blackjack-ppo" and record["algo"] == "ppo"
+    assert record["versions"]["torch"] and record["versions"]["transformers"]
     assert record["recipe_hash"] == recipes.get("blackjack-ppo").fingerprint()
     assert record["recipe_overrides"] == {
         "policy.model": "tiny",
