@@ -72,6 +72,7 @@ BASE: dict[str, tuple[list[str], list[str]]] = {
     "plot": (["{run}"], ["--out", "{tmp}/curve.png"]),
     "serve": (["Text-Blackjack-v1"], ["--port", "0", "--stop-after", "0.05"]),
     "export": (["{run}", "{tmp}/export"], []),
+    "recipes": (["Text-Blackjack-v1"], []),
 }
 #: Keys whose values the KEY=VALUE options get bad values for.
 SET_KEYS = ["lr", "learning_rate", "lora.r", "gamma", "num_envs", "minibatch_size"]

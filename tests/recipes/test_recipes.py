@@ -90,6 +90,19 @@ def test_a_bad_recipe_file_is_one_sentence(tmp_path, text, words):
         recipes.get(str(path))
 
 
+@pytest.mark.parametrize("path, words", [("/dev/zero", "not a file"), ("/", "not a file")])
+def test_a_recipe_path_that_is_no_file_is_refused_before_it_is_read(path, words):
+    with pytest.raises(ConfigError, match=words):  # /dev/zero once read without end
+        recipes.get(path)
+
+
+def test_a_huge_recipe_file_is_refused(tmp_path):
+    path = tmp_path / "huge.toml"
+    path.write_text("# " + "x" * (1 << 20))
+    with pytest.raises(ConfigError, match="over 1 MiB"):
+        recipes.get(str(path))
+
+
 def test_each_record_ran_its_recipe_and_stores_its_hash():
     """The recipe resolves to exactly the config each of its records' commands ran (parsed as
     ``llmgym train`` parses it), and each record stores the recipe's name and hash: editing a

@@ -221,11 +221,24 @@ def read(path: Path) -> Recipe:
     return Recipe(**data, settings=settings, reasons=reasons, path=str(path))
 
 
+#: A recipe file is a few kilobytes; anything much larger is not one (nor is /dev/zero).
+MAX_RECIPE_BYTES = 1 << 20
+
+
 def _toml(path: Path) -> dict[str, Any]:
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        raise ConfigError(f"Recipe {path} is not a file; pass a recipe's name or a .toml file.")
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
+        with path.open("rb") as f:
+            raw = f.read(MAX_RECIPE_BYTES + 1)
+        if len(raw) > MAX_RECIPE_BYTES:
+            raise ConfigError(f"Recipe {path} is over 1 MiB; a recipe file is a few kilobytes.")
+        data = tomllib.loads(raw.decode("utf-8"))
+    except OSError as error:
         raise ConfigError(f"Cannot read recipe {path}: {error.strerror or error}.") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"Recipe {path} is not UTF-8 text.") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"Recipe {path} is not valid TOML: {error}.") from None
     unknown = sorted(set(data) - KEYS)
