@@ -26,7 +26,7 @@ from rich.progress import Progress
 
 from llmgym.agents.registry import make_agent
 from llmgym.baselines.base import TextAgent
-from llmgym.envs.registration import make_eval_env
+from llmgym.envs.registration import check_env_id, make_eval_env
 from llmgym.errors import ConfigError
 from llmgym.evaluation.evaluator import evaluate as evaluate_episodes
 from llmgym.files import write_text
@@ -69,10 +69,7 @@ def evaluate(
     stays flat whatever ``episodes`` is."""
     if exact:
         return evaluate_exact(env_id, agent, mode, seed, output, env_kwargs, **agent_options)
-    if env_id not in gym.registry:
-        raise ConfigError(
-            f"Unknown environment {env_id!r}; run `llmgym envs` to list the text envs."
-        )
+    check_env_id(env_id)
     if mode is not None and mode not in MODES:
         raise ConfigError(f"Unknown mode {mode!r}; use score or generate.")
     if episodes < 1 or num_envs < 1:

@@ -23,6 +23,7 @@ from pathlib import Path
 from llmgym.agents.registry import check_agent_name, split_agent_names
 from llmgym.bench.runner import PendingSeeds, load_rows, pending_seeds, row_key
 from llmgym.bench.suites import episodes_for, suite_envs
+from llmgym.envs.registration import check_env_id
 from llmgym.errors import ConfigError, OutputError
 from llmgym.rollout import MAX_ENVS, check_count
 
@@ -69,7 +70,6 @@ def env_names(envs: str | None, suite: str) -> list[str]:
         >>> env_names(" Text-Taxi-v4, ", "classic"), env_names(None, "classic")[:1]
         (['Text-Taxi-v4'], ['Text-CartPole-v1'])
     """
-    import gymnasium as gym
 
     env_ids = [e.strip() for e in envs.split(",") if e.strip()] if envs else []
     if envs is not None and not env_ids:
@@ -77,9 +77,8 @@ def env_names(envs: str | None, suite: str) -> list[str]:
     env_ids = env_ids or suite_envs(suite)
     if not env_ids:
         raise ConfigError(f"Suite {suite!r} has no envs yet; pass --envs or another --suite.")
-    unknown = [e for e in env_ids if e not in gym.registry]
-    if unknown:
-        raise ConfigError(f"Unknown environment {unknown[0]!r}: run `llmgym envs` to list them.")
+    for env_id in env_ids:
+        check_env_id(env_id)
     return env_ids
 
 

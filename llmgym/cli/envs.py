@@ -22,6 +22,7 @@ from rich.table import Table
 import llmgym
 from llmgym import rollout
 from llmgym.cli.checks import fail
+from llmgym.envs.registration import check_env_id
 from llmgym.errors import ConfigError
 
 console = Console(highlight=False)
@@ -29,8 +30,10 @@ console = Console(highlight=False)
 
 def make_env(env_id: str, **kwargs: Any) -> gym.Env:
     """``gym.make`` with a one-sentence error for unknown ids."""
-    if env_id not in gym.registry:
-        raise fail(f"Unknown environment {env_id!r}; run `llmgym envs` to list the text envs.")
+    try:
+        check_env_id(env_id)
+    except ConfigError as error:
+        raise fail(str(error)) from None
     return gym.make(env_id, **kwargs)
 
 

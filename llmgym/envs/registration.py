@@ -201,6 +201,23 @@ def make_eval_env(env_id: str, **kwargs: Any) -> gym.Env:
     return gym.make(env_id, **kwargs)
 
 
+def check_env_id(env_id: str) -> None:
+    """Refuse, in one sentence (``ConfigError``), an env id that is not registered: the one
+    check every command and API entry makes.
+
+    Example:
+        >>> check_env_id("Text-Blackjack-v1")
+        >>> check_env_id("Text-Nope-v0")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        llmgym.errors.ConfigError: Unknown environment 'Text-Nope-v0'; run `llmgym envs` to ...
+    """
+    if env_id not in gym.registry:
+        raise ConfigError(
+            f"Unknown environment {env_id!r}; run `llmgym envs` to list the text envs."
+        )
+
+
 def check_env_kwargs(env_id: str, env_kwargs: dict[str, Any]) -> None:
     """Refuse, in one sentence (``ConfigError``), keyword arguments that ``env_id`` cannot be
     made with: a value of another type than the keyword's default (``is_slippery=maybe``), a
@@ -215,8 +232,7 @@ def check_env_kwargs(env_id: str, env_kwargs: dict[str, Any]) -> None:
         ...
         llmgym.errors.ConfigError: Env kwarg is_slippery must be true or false, not 'maybe'.
     """
-    if env_id not in gym.registry:
-        raise ConfigError(f"Unknown environment {env_id!r}; run `llmgym envs` to list them.")
+    check_env_id(env_id)
     references, open_ended = _kwarg_references(env_id)
     for key, value in env_kwargs.items():
         if not open_ended and key not in references and key not in _MAKE_KWARGS:

@@ -35,7 +35,7 @@ import numpy as np
 from llmgym.baselines.agents import RandomAgent
 from llmgym.baselines.base import TextAgent
 from llmgym.baselines.planning import Transitions, blackjack_mdp, evaluate_tabular
-from llmgym.envs.registration import make_eval_env
+from llmgym.envs.registration import check_env_id, make_eval_env
 from llmgym.errors import AgentError, ConfigError
 from llmgym.wrappers.history import HistoryWrapper
 from llmgym.wrappers.text_action import TextAction
@@ -82,8 +82,10 @@ def _find(env: gym.Env, kind: type) -> Any:
 
 def _make(env_id: str, env_kwargs: dict[str, Any] | None) -> tuple[gym.Env | None, str | None]:
     """The env as sampled evaluation makes it, or None and why exact evaluation cannot run."""
-    if env_id not in gym.registry:
-        return None, f"Unknown environment {env_id!r}; run `llmgym envs` to list the text envs."
+    try:
+        check_env_id(env_id)
+    except ConfigError as error:
+        return None, str(error)
     try:
         env = make_eval_env(env_id, **(env_kwargs or {}))
     except (TypeError, ValueError, gym.error.Error) as error:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmgym.errors import ConfigError
-
 
 def make_text_env(env_id: str, **make_kwargs: Any) -> Any:
     """``gym.make(env_id)`` for a registered text env, with a one-sentence error otherwise.
@@ -22,9 +20,7 @@ def make_text_env(env_id: str, **make_kwargs: Any) -> Any:
     import gymnasium as gym
 
     import llmgym  # noqa: F401  (registers the Text-* envs)
+    from llmgym.envs.registration import check_env_id
 
-    if env_id not in gym.registry:
-        raise ConfigError(
-            f"Unknown environment {env_id!r}; run `llmgym envs` to list the text envs."
-        )
+    check_env_id(env_id)
     return gym.make(env_id, **make_kwargs)

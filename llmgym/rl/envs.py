@@ -8,7 +8,7 @@ from typing import Any
 import gymnasium as gym
 
 import llmgym  # noqa: F401  (registers the Text-* ids)
-from llmgym.errors import TrainingError
+from llmgym.envs.registration import check_env_id
 
 
 def make_envs(
@@ -26,8 +26,7 @@ def make_envs(
         >>> [m["role"] for m in info["messages"]]
         ['system', 'user']
     """
-    if env_id not in gym.registry:
-        raise TrainingError(f"Unknown environment {env_id!r}; run `llmgym envs` to list them.")
+    check_env_id(env_id)
     kwargs = {**(env_kwargs or {}), **({"history": history} if history else {})}
     return [gym.make(env_id, **kwargs) for _ in range(n)]
 

@@ -23,6 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from llmgym.envs.registration import check_env_id
 from llmgym.errors import ConfigError
 from llmgym.policy.models import same_model
 from llmgym.rl import checkpoints, recipes
@@ -69,6 +70,7 @@ class RunPlan:
 def plan_run(request: TrainRequest) -> RunPlan:
     """The plan of a request; a ``ConfigError``/``TrainingError`` says in one sentence what
     cannot run."""
+    check_env_id(request.env_id)
     if request.algo is not None:
         algorithm(request.algo)  # an unknown name: the names in one sentence
     if request.resume:
