@@ -75,11 +75,16 @@ def parse_llm_name(argument: str, name: str = "", **config: Any) -> tuple[str, s
 
     name = name or f"llm:{argument}"
     model_ref, *pairs = (argument or DEFAULT_MODEL).split(",")
+    given: set[str] = set()
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
+        key = key.strip()
+        if not sep or not key:
             raise AgentError(f"Agent option {pair!r} must look like key=value.")
-        config[key.strip()] = _option_value(value)
+        if key in given:
+            raise AgentError(f"Agent {name!r} sets {key!r} twice; set each option once.")
+        given.add(key)
+        config[key] = _option_value(value)
     known = PolicyConfig.__dataclass_fields__
     unknown = [k for k in config if k not in known and k != "mode" and config[k] is not None]
     if pairs and unknown:

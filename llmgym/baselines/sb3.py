@@ -156,7 +156,9 @@ def train(
 ) -> Path:
     """Train (or reuse from the cache) an SB3 baseline on the base env; return the model path.
 
-    ``timesteps`` overrides the recipe's budget (and so makes a separate cache entry).
+    ``timesteps`` overrides the recipe's budget (and so makes a separate cache entry). A cached
+    file is reused only once it loads as the policy llmgym cached (``AgentError`` otherwise,
+    e.g. for a zip of pickles under that name).
     """
     _check(base_id, algo)
     if timesteps is not None and timesteps < 1:
@@ -167,6 +169,7 @@ def train(
         raise AgentError(f"seed must be from 0 to {MAX_SEED}, not {seed}.")
     path = model_path(base_id, algo, seed, timesteps, **env_kwargs)
     if path.exists() and not force:
+        load_model(path, base_id, algo, seed, env_kwargs)
         return path
     import stable_baselines3 as sb3
     import torch

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -39,8 +40,9 @@ from llmgym.agents.registry import check_agent_name, make_agent
 from llmgym.baselines.base import TextAgent
 from llmgym.bench.suites import episodes_for
 from llmgym.envs.registration import make_eval_env
-from llmgym.errors import UnsupportedEnvError
+from llmgym.errors import OutputError, UnsupportedEnvError
 from llmgym.evaluation.evaluator import evaluate
+from llmgym.files import output_error, write_bytes
 from llmgym.rollout import MAX_ENVS, Episode, check_count
 
 try:
@@ -57,15 +59,15 @@ Callback = Callable[[dict[str, Any]], None]
 
 
 def load_rows(output: Path, name: str = EPISODES_FILE) -> list[dict[str, Any]]:
-    """Every row recorded in ``output/name`` (a torn last line is ignored)."""
+    """Every row recorded in ``output/name`` (torn lines are ignored)."""
     path = Path(output) / name
     if not path.exists():
         return []
     rows = []
-    for line in path.read_text().splitlines():
+    for line in path.read_bytes().splitlines():
         try:
             rows.append(json.loads(line))
-        except json.JSONDecodeError:
+        except ValueError:  # JSONDecodeError, UnicodeDecodeError
             continue
     return rows
 
@@ -100,13 +102,17 @@ class EpisodeLog:
         self, output: Path, on_episode: Callback | None = None, keep_rows: bool = True
     ) -> None:
         self.output = Path(output)
-        self.output.mkdir(parents=True, exist_ok=True)
+        try:
+            self.output.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise output_error(self.output, error) from None
         self.done: set[tuple[str, str, int]] = set()
         self.exact_done: set[tuple[str, str]] = set()
         #: Per file: its rows' key, the keys recorded, and how many bytes of it were read.
         self._files = {EPISODES_FILE: (row_key, self.done), EXACT_FILE: (cell_key, self.exact_done)}
         self._read = dict.fromkeys(self._files, 0)
         for name in self._files:
+            self._drop_torn(name)
             self._catch_up(name)
         self.new_rows: list[dict[str, Any]] = []
         self.keep_rows = keep_rows
@@ -136,6 +142,35 @@ class EpisodeLog:
             key, done = self._files[name]
             done.add(key(row))
 
+    def _drop_torn(self, name: str) -> None:
+        """Under the lock: drop the complete lines of ``name`` that are not JSON (a write torn
+        in the middle of the file, e.g. by an older version or a copy), with a warning, so
+        that their episodes are played again; the file is rewritten all-or-nothing."""
+        path = self.output / name
+        if not path.is_file():
+            return
+        try:
+            with path.open("ab") as lock:
+                if fcntl is not None:
+                    fcntl.flock(lock, fcntl.LOCK_EX)
+                data = path.read_bytes()
+                end = data.rfind(b"\n") + 1  # a torn last line is _repair_tail's
+                lines = data[:end].splitlines(keepends=True)
+                kept = [line for line in lines if _is_json(line)]
+                if len(kept) == len(lines):
+                    return
+                write_bytes(path, b"".join(kept) + data[end:])
+        except OutputError:
+            raise
+        except OSError as error:
+            raise output_error(path, error) from None
+        warnings.warn(
+            f"llmgym: dropped {len(lines) - len(kept)} torn line(s) from {path}; "
+            "their episodes are played again.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
     def _append(self, name: str, row: dict[str, Any]) -> bool:
         """Append ``row`` to ``name`` under an exclusive lock unless its key is recorded, also
         by another process meanwhile (read first, under the lock); whether it was written."""
@@ -143,21 +178,24 @@ class EpisodeLog:
         key = key_of(row)
         if key in done:
             return False
-        with (self.output / name).open("ab", buffering=0) as sink:
-            if fcntl is not None:
-                fcntl.flock(sink, fcntl.LOCK_EX)  # released when the file closes
-            self._repair_tail(name, sink)
-            self._catch_up(name)
-            if key in done:
-                return False
-            text = (json.dumps(row) + "\n").encode()
-            end = sink.seek(0, os.SEEK_END)
-            try:
-                _write_all(sink, text)
-            except OSError:  # a full disk: take back what got through, then say so
-                _truncate(sink, end)
-                raise
-            self._read[name] += len(text)
+        try:
+            with (self.output / name).open("ab", buffering=0) as sink:
+                if fcntl is not None:
+                    fcntl.flock(sink, fcntl.LOCK_EX)  # released when the file closes
+                self._repair_tail(name, sink)
+                self._catch_up(name)
+                if key in done:
+                    return False
+                text = (json.dumps(row) + "\n").encode()
+                end = sink.seek(0, os.SEEK_END)
+                try:
+                    _write_all(sink, text)
+                except OSError:  # a full disk: take back what got through, then say so
+                    _truncate(sink, end)
+                    raise
+                self._read[name] += len(text)
+        except OSError as error:  # read-only, full: one sentence naming the file
+            raise output_error(self.output / name, error) from None
         done.add(key)
         return True
 
@@ -203,6 +241,15 @@ class EpisodeLog:
     def write_exact(self, row: dict[str, Any]) -> None:
         """Append an ``exact_row`` unless its cell has one."""
         self._append(EXACT_FILE, row)
+
+
+def _is_json(line: bytes) -> bool:
+    """Whether ``line`` is JSON (a row, or a blank line)."""
+    try:
+        line.strip() and json.loads(line)
+    except ValueError:  # JSONDecodeError, UnicodeDecodeError
+        return False
+    return True
 
 
 def _write_all(sink: BinaryIO, data: bytes) -> None:

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import gymnasium as gym
@@ -26,6 +27,31 @@ from llmgym.envs.registration import check_env_id
 from llmgym.errors import ConfigError
 
 console = Console(highlight=False)
+#: The longest answer line ``llmgym play`` reads (64 KiB): longer input ends the game.
+MAX_LINE_BYTES = 1 << 16
+
+
+def read_answer(prompt: str) -> str:
+    """One answer line: typed at a terminal (with line editing), else read from stdin in at
+    most ``MAX_LINE_BYTES`` (a longer line, e.g. from ``/dev/zero``, is refused in one sentence
+    without being held in memory). ``EOFError`` at the end of the input.
+
+    Example:
+        >>> import io
+        >>> sys.stdin = io.TextIOWrapper(io.BytesIO(b"hit\\n"))
+        >>> read_answer("> ")
+        > 'hit'
+        >>> sys.stdin = sys.__stdin__
+    """
+    if sys.stdin.isatty():
+        return console.input(prompt)
+    console.print(prompt, end="")
+    line = sys.stdin.buffer.readline(MAX_LINE_BYTES + 1)
+    if not line:
+        raise EOFError
+    if len(line) > MAX_LINE_BYTES:
+        raise fail(f"An answer line is above {MAX_LINE_BYTES:,} bytes; answer in fewer.")
+    return line.decode("utf-8", "replace").rstrip("\r\n")
 
 
 def make_env(env_id: str, **kwargs: Any) -> gym.Env:
@@ -109,7 +135,7 @@ def play(
             console.rule(f"{env_id}  episode {episode.index + 1}/{episodes}  seed {episode.seed}")
             console.print(infos[0]["system_prompt"], style="dim")
         console.print(f"\n{observations[0]}")
-        return [console.input("[bold cyan]your answer> [/]")]
+        return [read_answer("[bold cyan]your answer> [/]")]
 
     def episode_over(_slot: int, episode: rollout.Episode) -> None:
         show(episode.steps[-1])

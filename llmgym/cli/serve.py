@@ -2,7 +2,7 @@
 
 Clients (OpenEnv's ``EnvClient``, TRL/Unsloth/verifiers through OpenEnv) connect over
 WebSocket (``/ws``); each connection gets its own env, at most ``--max-sessions`` at once.
-Requests are bounded (1 MiB HTTP bodies and WebSocket messages alike, 64 KiB HTTP headers,
+Requests are bounded (1 MiB HTTP bodies and WebSocket messages alike, 64 KiB HTTP headers (431 above),
 a cap on open connections); HTTP is stateless (each request gets a fresh env: ``/step``
 answers 409, step in a WebSocket session); ``--stop-after`` makes the server stop itself.
 
@@ -58,10 +58,13 @@ def serve_command(
     ),
 ) -> None:
     """Serve a text env over OpenEnv's HTTP/WebSocket protocol."""
+    if not host.strip():
+        raise fail("--host is empty; pass an address, e.g. 127.0.0.1 (0.0.0.0: every interface).")
     try:
         import uvicorn
 
         from llmgym.integrations.openenv import MAX_BODY_BYTES, create_server_app
+        from llmgym.integrations.openenv_http import header_limited
     except ImportError as error:
         raise fail(
             f"llmgym serve needs the openenv extra ({error.name} is missing): "
@@ -78,8 +81,8 @@ def serve_command(
         host=host,
         port=bound_port,
         log_level="warning",
+        http=header_limited(MAX_HTTP_BYTES),  # a larger head: 431
         ws_max_size=MAX_BODY_BYTES,
-        h11_max_incomplete_event_size=MAX_HTTP_BYTES,
         limit_concurrency=4 * max_sessions + 16,
         timeout_keep_alive=5,
     )

@@ -10,6 +10,8 @@ request gets a result or a 4xx with one sentence, never a 500 or an internal err
   ``ws_max_size`` does at the protocol level); a binary frame, a message that is not a JSON
   object with a string ``type``, or a ``data`` that is not an object gets an error naming the
   problem, and the session goes on.
+- Both: JSON nested deeper than ``MAX_NESTING`` is refused with a sentence (400, or a
+  WebSocket error), before a parser could run out of stack.
 
 Example:
     >>> envelope_problem('[1]')
@@ -44,6 +46,9 @@ EXAMPLE = '{"type": "step", "data": {"text": "hit"}}'
 NOT_JSON = "The message is not JSON"
 #: WebSocket close code for a message too big (RFC 6455).
 TOO_BIG = 1009
+#: The deepest nesting of lists and objects a request may have (a valid one has 3 at most).
+MAX_NESTING = 32
+TOO_DEEP = f"The request nests lists or objects deeper than {MAX_NESTING} levels; send less."
 
 
 def json_safe(value: Any) -> Any:
@@ -89,12 +94,49 @@ def brief(errors: Any) -> Any:
     return [{k: e[k] for k in keep if k in e} if isinstance(e, dict) else e for e in errors]
 
 
+def nesting(value: Any) -> int:
+    """How deeply lists and objects nest in a parsed JSON value (without recursion).
+
+    Example:
+        >>> nesting({"a": [[1], 2]}), nesting("x")
+        (3, 0)
+    """
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            children = item.values() if isinstance(item, dict) else item
+            todo.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def too_deep(text: str | bytes) -> bool:
+    """Whether ``text`` is JSON nested deeper than ``MAX_NESTING`` (too deep to parse, or
+    parsed; text that is not JSON is not too deep).
+
+    Example:
+        >>> too_deep("[" * 5000 + "]" * 5000), too_deep('{"data": {"text": "hit"}}')
+        (True, False)
+    """
+    try:
+        return nesting(json.loads(text)) > MAX_NESTING
+    except RecursionError:
+        return True
+    except ValueError:
+        return False
+
+
 def envelope_problem(text: str) -> str | None:
     """What is wrong with a WebSocket message's envelope, in one sentence, or None."""
     try:
         message = json.loads(text)
+    except RecursionError:
+        return TOO_DEEP
     except ValueError as error:
         return f"{NOT_JSON} ({error}); send an object like {EXAMPLE}."
+    if nesting(message) > MAX_NESTING:
+        return TOO_DEEP
     if not isinstance(message, dict):
         kind = "null" if message is None else type(message).__name__
         return f"A message must be a JSON object like {EXAMPLE}, not a {kind}."
@@ -149,6 +191,9 @@ class BodyLimit:
                 return
             if not message.get("more_body", False):
                 break
+        if too_deep(bytes(body)):
+            await _json(400, {"detail": TOO_DEEP})(scope, receive, send)
+            return
         replayed = False
 
         async def replay() -> dict[str, Any]:
@@ -237,4 +282,6 @@ __all__ = [
     "errors_sentence",
     "guard",
     "json_safe",
+    "nesting",
+    "too_deep",
 ]
