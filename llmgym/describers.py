@@ -305,18 +305,24 @@ def _flat_keys(space: spaces.Dict) -> list[str]:
 @dataclass(frozen=True)
 class CuratedDescriber:
     """A hand-written describer: a task text (or a function of the env), named actions with
-    their meanings (None for continuous actions), and a render function for observations."""
+    their meanings (None for continuous actions), and a render function for observations.
+    ``order`` lists the actions in the system prompt in another order (indices); the action
+    ids and ``action_names`` keep index order."""
 
     task: str | Callable[[gym.Env], str]
     actions: list[tuple[str, str]] | None
     render: Callable[[Any, gym.Env], str]
+    order: tuple[int, ...] | None = None
 
     def action_names(self, env: gym.Env) -> list[str] | None:
         return [name for name, _ in self.actions] if self.actions else None
 
     def system_prompt(self, env: gym.Env) -> str:
         task = self.task(env) if callable(self.task) else self.task
-        return build_system_prompt(task, env, self.actions)
+        actions = self.actions
+        if actions and self.order is not None:
+            actions = [actions[i] for i in self.order]
+        return build_system_prompt(task, env, actions)
 
     def describe(self, obs: Any, env: gym.Env) -> str:
         return self.render(obs, env)

@@ -40,6 +40,7 @@ import gymnasium as gym
 
 from llmgym.describers import Describer
 from llmgym.envs import classic, toy_text
+from llmgym.envs.maps import BASE_IDS
 from llmgym.envs.symmetry import CARTPOLE_MIRROR, Mirror
 
 
@@ -66,6 +67,10 @@ class EnvEntry:
     """A language-native env's step cap (a wrapped env keeps its base env's)."""
     mirror: Mirror | None = None
     """A mirror symmetry of the base env (``PPOConfig.mirror`` trains on mirrored states)."""
+    reworded: Describer | None = None
+    """The describer's second wording (``wording="alt"``, ``llmgym.envs.variants``)."""
+    synonyms: tuple[str, ...] | None = None
+    """Other names of the describer's actions, in action-id order (``action_names="alt"``)."""
 
 
 def _newest(name: str) -> str:
@@ -91,19 +96,76 @@ def _language(env_id: str, requires: str, entry_point: str, **fields: Any) -> En
 #: ``Text-Arithmetic-v0``'s reasoning-gym config (its default goes up to 6 terms of 4 digits).
 ARITHMETIC_CONFIG = {"min_terms": 2, "max_terms": 3, "min_digits": 1, "max_digits": 2}
 
+_LAKE = dict(reworded=toy_text.FROZEN_LAKE_ALT, synonyms=("WEST", "SOUTH", "EAST", "NORTH"))
+
 #: Every env, in registration order.
 CATALOG: tuple[EnvEntry, ...] = (
-    _wrapped("CartPole", "CartPoleEnv", classic.CARTPOLE, mirror=CARTPOLE_MIRROR),
-    _wrapped("Acrobot", "AcrobotEnv", classic.ACROBOT),
-    _wrapped("MountainCar", "MountainCarEnv", classic.MOUNTAIN_CAR),
-    _wrapped("MountainCarContinuous", "Continuous_MountainCarEnv", classic.MOUNTAIN_CAR_CONTINUOUS),
-    _wrapped("Pendulum", "PendulumEnv", classic.PENDULUM),
-    _wrapped("Blackjack", "BlackjackEnv", toy_text.BLACKJACK),
-    _wrapped("FrozenLake", "FrozenLakeEnv", toy_text.FROZEN_LAKE),
-    _wrapped("FrozenLake8x8", "FrozenLakeEnv", toy_text.FROZEN_LAKE),
-    _wrapped("Taxi", "TaxiEnv", toy_text.TAXI),
-    _wrapped("CliffWalking", "CliffWalkingEnv", toy_text.CLIFF_WALKING),
-    _wrapped("LunarLander", "LunarLander", classic.LUNAR_LANDER, requires="Box2D"),
+    _wrapped(
+        "CartPole",
+        "CartPoleEnv",
+        classic.CARTPOLE,
+        mirror=CARTPOLE_MIRROR,
+        reworded=classic.CARTPOLE_ALT,
+        synonyms=("WEST", "EAST"),
+    ),
+    _wrapped(
+        "Acrobot",
+        "AcrobotEnv",
+        classic.ACROBOT,
+        reworded=classic.ACROBOT_ALT,
+        synonyms=("MINUS", "IDLE", "PLUS"),
+    ),
+    _wrapped(
+        "MountainCar",
+        "MountainCarEnv",
+        classic.MOUNTAIN_CAR,
+        reworded=classic.MOUNTAIN_CAR_ALT,
+        synonyms=("WEST", "COAST", "EAST"),
+    ),
+    _wrapped(
+        "MountainCarContinuous",
+        "Continuous_MountainCarEnv",
+        classic.MOUNTAIN_CAR_CONTINUOUS,
+        reworded=classic.MOUNTAIN_CAR_CONTINUOUS_ALT,
+    ),
+    _wrapped("Pendulum", "PendulumEnv", classic.PENDULUM, reworded=classic.PENDULUM_ALT),
+    _wrapped(
+        "Blackjack",
+        "BlackjackEnv",
+        toy_text.BLACKJACK,
+        reworded=toy_text.BLACKJACK_ALT,
+        synonyms=("stand", "draw"),
+    ),
+    _wrapped("FrozenLake", "FrozenLakeEnv", toy_text.FROZEN_LAKE, **_LAKE),
+    _wrapped("FrozenLake8x8", "FrozenLakeEnv", toy_text.FROZEN_LAKE, **_LAKE),
+    _wrapped(
+        "Taxi",
+        "TaxiEnv",
+        toy_text.TAXI,
+        reworded=toy_text.TAXI_ALT,
+        synonyms=("DOWN", "UP", "RIGHT", "LEFT", "LOAD", "UNLOAD"),
+    ),
+    _wrapped(
+        "CliffWalking",
+        "CliffWalkingEnv",
+        toy_text.CLIFF_WALKING,
+        reworded=toy_text.CLIFF_WALKING_ALT,
+        synonyms=("NORTH", "EAST", "SOUTH", "WEST"),
+    ),
+    _wrapped(
+        "LunarLander",
+        "LunarLander",
+        classic.LUNAR_LANDER,
+        requires="Box2D",
+        reworded=classic.LUNAR_LANDER_ALT,
+        synonyms=("COAST", "PORT", "THRUST", "STARBOARD"),
+    ),
+    # FrozenLake on generated maps, train and held-out sets (``llmgym.envs.maps``); their base
+    # ids are registered by ``llmgym.envs.maps.register_map_sets``
+    *(
+        EnvEntry(f"Text-{base}", base, "FrozenLakeMapsEnv", toy_text.FROZEN_LAKE, **_LAKE)
+        for base in BASE_IDS
+    ),
     _language(
         "Text-TextWorld-Simple-v0",
         "textworld",

@@ -183,3 +183,149 @@ LUNAR_LANDER = CuratedDescriber(
     ],
     render=_lunar_lander,
 )
+
+
+# The second wording of each env (``wording="alt"``, ``llmgym.envs.variants``): the same facts
+# and action names, phrased and laid out differently.
+
+
+def _cartpole_alt(obs: Any, env: gym.Env) -> str:
+    x, x_dot, theta, theta_dot = (float(v) for v in obs)
+    return "\n".join(
+        [
+            f"The cart sits at x = {fmt(x, 3)} on the rail and moves at {fmt(x_dot, 3)}.",
+            f"The pole tilts {fmt(math.degrees(theta), 1)} degrees "
+            f"({_side(theta, 'to the left', 'to the right')}) and turns at "
+            f"{fmt(theta_dot, 3)} rad/s "
+            f"({_side(theta_dot, 'toward the left', 'toward the right')}).",
+        ]
+    )
+
+
+CARTPOLE_ALT = CuratedDescriber(
+    task=(
+        "A pole is hinged on top of a cart that slides along a straight rail. At every step you "
+        "shove the cart one way or the other. You score one point per step while the pole stays "
+        "up (500 steps at most); the episode ends when the pole tips past 12 degrees or the cart "
+        "leaves the rail at x = -2.4 or 2.4. Keep the cart under the pole: shove it toward the "
+        "side the pole tilts to."
+    ),
+    actions=[("LEFT", "shove the cart leftward"), ("RIGHT", "shove the cart rightward")],
+    render=_cartpole_alt,
+)
+
+
+def _acrobot_alt(obs: Any, env: gym.Env) -> str:
+    cos1, sin1, cos2, sin2, omega1, omega2 = (float(v) for v in obs)
+    theta1, theta2 = math.atan2(sin1, cos1), math.atan2(sin2, cos2)
+    height = -cos1 - math.cos(theta1 + theta2)
+    return "\n".join(
+        [
+            f"The first rod hangs {fmt(math.degrees(theta1), 1)} degrees from straight down; the "
+            f"second is bent {fmt(math.degrees(theta2), 1)} degrees from the first.",
+            f"Spin rates: first rod {fmt(omega1, 3)} rad/s, second rod {fmt(omega2, 3)} rad/s.",
+            f"The free end is at height {fmt(height, 3)} (target: over 1.0; range -2 to 2).",
+        ]
+    )
+
+
+ACROBOT_ALT = CuratedDescriber(
+    task=(
+        "Two rods hang in a chain from a fixed pivot; only the joint between them has a motor. "
+        "Lift the free end of the lower rod over height 1.0 quickly: every step before that "
+        "scores -1 (500 steps at most). Build up the swing by driving the motor the way the "
+        "rods already move."
+    ),
+    actions=[
+        ("NEGATIVE", "drive the middle motor with torque -1"),
+        ("ZERO", "leave the motor off"),
+        ("POSITIVE", "drive the middle motor with torque +1"),
+    ],
+    render=_acrobot_alt,
+)
+
+
+def _mountain_car_alt(obs: Any, env: gym.Env) -> str:
+    position, velocity = (float(v) for v in obs)
+    heading = _side(velocity, "heading left", "heading right", 1e-4)
+    return (
+        f"The car is at x = {fmt(position, 3)} with speed {fmt(velocity, 4)} ({heading}). "
+        "The valley floor is near x = -0.52, the flag at x = 0.5 and the left wall at x = -1.2."
+    )
+
+
+_MOUNTAIN_CAR_ALT_TASK = (
+    "A car with a weak engine sits between two hills and must get to the flag at x = 0.5 on top "
+    "of the right hill. Driving straight up does not work: swing back and forth to gain speed "
+    "first. "
+)
+
+MOUNTAIN_CAR_ALT = CuratedDescriber(
+    task=_MOUNTAIN_CAR_ALT_TASK
+    + "Each step scores -1 until the car reaches the flag (200 steps at most).",
+    actions=[
+        ("LEFT", "throttle toward the left"),
+        ("NONE", "let the car roll"),
+        ("RIGHT", "throttle toward the right"),
+    ],
+    render=_mountain_car_alt,
+)
+
+MOUNTAIN_CAR_CONTINUOUS_ALT = CuratedDescriber(
+    task=_MOUNTAIN_CAR_ALT_TASK
+    + "The action is one number in [-1, 1], the engine's push (below 0 pushes left). The flag "
+    "is worth +100; every step costs 0.1 times the push squared (999 steps at most).",
+    actions=None,
+    render=_mountain_car_alt,
+)
+
+
+def _pendulum_alt(obs: Any, env: gym.Env) -> str:
+    cos, sin, omega = (float(v) for v in obs)
+    return (
+        f"The rod points {fmt(math.degrees(math.atan2(sin, cos)), 1)} degrees away from straight "
+        f"up and spins at {fmt(omega, 3)} rad/s (0 degrees is up, +/-180 is down; positive "
+        "values are counter-clockwise)."
+    )
+
+
+PENDULUM_ALT = CuratedDescriber(
+    task=(
+        "A rod hangs from a motorized pivot. Each step you apply a torque in [-2, 2] (positive "
+        "turns it counter-clockwise) to swing it up and balance it pointing straight up. A "
+        "step's reward is 0 at best and more negative the farther the rod is from upright, the "
+        "faster it spins and the harder you push (200 steps)."
+    ),
+    actions=None,
+    render=_pendulum_alt,
+)
+
+
+def _lunar_lander_alt(obs: Any, env: gym.Env) -> str:
+    x, y, vx, vy, angle, omega, left, right = (float(v) for v in obs)
+    legs = " and ".join(name for name, c in (("left", left), ("right", right)) if c > 0.5)
+    return "\n".join(
+        [
+            f"Offset from the pad centre: {fmt(x, 3)}; altitude above the pad: {fmt(y, 3)}.",
+            f"Sideways speed {fmt(vx, 3)}, upward speed {fmt(vy, 3)}.",
+            f"The lander leans {fmt(math.degrees(angle), 1)} degrees and rotates at "
+            f"{fmt(omega, 3)} rad/s.",
+            f"Legs in contact: {legs or 'none'}.",
+        ]
+    )
+
+
+LUNAR_LANDER_ALT = CuratedDescriber(
+    task=(
+        "Set a lander down gently on the landing pad at the origin. A soft landing on the pad is "
+        "worth 100-140 points, a crash -100, and every engine firing burns fuel (costs points). "
+        "Stay level, slow the descent before touching down, and keep over the pad."
+    ),
+    actions=[
+        ("NOTHING", "leave all engines off"),
+        ("LEFT", "fire the left side thruster (pushes the lander right and rotates it)"),
+        ("MAIN", "fire the bottom engine (pushes up)"),
+        ("RIGHT", "fire the right side thruster (pushes the lander left and rotates it)"),
+    ],
+    render=_lunar_lander_alt,
+)

@@ -25,7 +25,9 @@ import gymnasium as gym
 from llmgym.describers import Describer, GenericDescriber
 from llmgym.envs.catalog import CATALOG, EnvEntry
 from llmgym.envs.classic import CARTPOLE_DEGREES
+from llmgym.envs.maps import register_map_sets
 from llmgym.envs.symmetry import Mirror
+from llmgym.envs.variants import make_variant
 from llmgym.errors import ConfigError
 from llmgym.parsing import ParseResult
 from llmgym.wrappers.history import HistoryWrapper
@@ -45,6 +47,9 @@ WRAPPER_KWARGS = (
     "parser",
     "actions",
     "fields",
+    "wording",
+    "action_names",
+    "shuffle_actions",
 )
 #: Step cap for envs registered without a time limit (CliffWalking), in training and benches.
 DEFAULT_MAX_STEPS = 200
@@ -54,6 +59,10 @@ def describer_for(env: gym.Env) -> Describer:
     """The curated describer for ``env``'s base class, else a ``GenericDescriber``."""
     return CURATED.get(type(env.unwrapped).__name__, GenericDescriber())
 
+
+#: Second wordings and action synonyms (``llmgym.envs.variants``), keyed like ``CURATED``.
+REWORDED: dict[str, Describer] = {e.env_class: e.reworded for e in CATALOG if e.reworded}
+SYNONYMS: dict[str, tuple[str, ...]] = {e.env_class: e.synonyms for e in CATALOG if e.synonyms}
 
 #: Mirror symmetries, keyed like ``CURATED``.
 MIRRORS: dict[str, Mirror] = {e.env_class: e.mirror for e in CATALOG if e.env_class and e.mirror}
@@ -98,6 +107,9 @@ def wrap(
     parser: Any | None = None,
     actions: Any = None,
     fields: Any = None,
+    wording: str = "base",
+    action_names: str = "base",
+    shuffle_actions: bool | int = False,
 ) -> gym.Env:
     """Turn any Gymnasium env into a text env: ``str`` observations, ``str`` actions.
 
@@ -109,6 +121,8 @@ def wrap(
     ``history=k`` adds ``info["messages"]`` with the last k turns; ``on_invalid`` and
     ``invalid_penalty`` set what an unparseable answer does (see ``TextAction``); ``parser``
     replaces the action parser for action spaces llmgym cannot parse itself.
+    ``wording="alt"``, ``action_names="alt"`` and ``shuffle_actions=True`` (or a seed) make a
+    held-out variant of a curated env's text (``llmgym.envs.variants``).
 
     Example:
         >>> import gymnasium as gym
@@ -131,7 +145,19 @@ def wrap(
         describer = describer_named(describer)
     if actions is not None or fields is not None:
         describer = GenericDescriber(actions=actions, fields=fields)
+    if wording != "base" and describer is not None:
+        raise ConfigError("wording=alt replaces the curated describer; drop describer.")
     describer = describer or describer_for(env)
+    env_class, spec = type(env.unwrapped).__name__, env.unwrapped.spec
+    describer = make_variant(
+        describer,
+        spec.id if spec is not None else env_class,
+        reworded=REWORDED.get(env_class),
+        synonyms=SYNONYMS.get(env_class),
+        wording=wording,
+        action_names=action_names,
+        shuffle_actions=shuffle_actions,
+    )
     text_env: gym.Env = TextObservation(env, describer)
     text_env = TextAction.from_describer(
         text_env, describer, on_invalid=on_invalid, invalid_penalty=invalid_penalty, parser=parser
@@ -152,6 +178,7 @@ def make_text_env(base_id: str, **kwargs: Any) -> gym.Env:
 def register_envs() -> list[str]:
     """Register every catalog env whose library is installed (found, not imported); return
     their ids."""
+    register_map_sets()
     ids = []
     for e in CATALOG:
         if e.requires is not None and importlib.util.find_spec(e.requires) is None:

@@ -158,3 +158,119 @@ TAXI = CuratedDescriber(
 CLIFF_WALKING = CuratedDescriber(
     CLIFF_TASK, [(name, _GRID_MOVES[name]) for name in ("UP", "RIGHT", "DOWN", "LEFT")], _cliff
 )
+
+
+# The second wording of each env (``wording="alt"``, ``llmgym.envs.variants``): the same facts
+# and action names, phrased and laid out differently.
+
+
+def _blackjack_alt(obs: Any, env: gym.Env) -> str:
+    player, dealer, usable_ace = (int(v) for v in obs)
+    ace = "an ace you can count as 11" if usable_ace else "no ace you can count as 11"
+    return f"You hold {player} ({ace}). Dealer's face-up card: {'A' if dealer == 1 else dealer}."
+
+
+BLACKJACK_ALT = CuratedDescriber(
+    task=(
+        "One round of twenty-one against a dealer. Number cards are worth their number, J, Q "
+        "and K are worth 10, and an ace (A) 1 or 11. The hand nearer to 21 wins, but going over "
+        "21 loses at once. A win pays +1, a loss -1 and a tie 0. The dealer keeps taking cards "
+        "until reaching 17 or more."
+    ),
+    actions=[("stick", "keep your hand; the dealer then plays"), ("hit", "take one more card")],
+    render=_blackjack_alt,
+)
+
+GRID_LEGEND_ALT = "Symbols: A = your square, S = start, F = solid ice, H = hole, G = goal."
+
+
+def _frozen_lake_alt(obs: Any, env: gym.Env) -> str:
+    desc = _grid(env)
+    row, col = divmod(int(obs), desc.shape[1])
+    cells = desc.copy()
+    cells[row, col] = "A"
+    rows = "\n".join("".join(line) for line in cells)
+    return f"Map, top row first:\n{rows}\nYou stand on row {row}, column {col}."
+
+
+def _frozen_lake_alt_task(env: gym.Env) -> str:
+    rows, cols = _grid(env).shape
+    slip = (
+        "The ice is slick: a step goes the chosen way only 1/3 of the time and otherwise "
+        "sideways to it, either side equally."
+        if _is_slippery(env)
+        else "The ice is firm: every step goes exactly the chosen way."
+    )
+    return (
+        f"Walk across a {rows}x{cols} frozen pond from the start S in the top-left corner to "
+        f"the goal G in the bottom-right corner. Stepping onto a hole H ends the episode with "
+        f"0; reaching G gives +1. Row 0 is the top row and column 0 the left column. {slip}\n"
+        f"{GRID_LEGEND_ALT}"
+    )
+
+
+_GRID_MOVES_ALT = {
+    "LEFT": "step one square to the left (west)",
+    "DOWN": "step one square down (south)",
+    "RIGHT": "step one square to the right (east)",
+    "UP": "step one square up (north)",
+}
+
+
+def _taxi_alt(obs: Any, env: gym.Env) -> str:
+    taxi_row, taxi_col, passenger, destination = env.unwrapped.decode(int(obs))
+    lines = _taxi_map(env)
+    x = 1 + 2 * taxi_col
+    lines[1 + taxi_row] = lines[1 + taxi_row][:x] + "T" + lines[1 + taxi_row][x + 1 :]
+    where = "riding in the cab" if passenger == 4 else f"at {_TAXI_LOCATIONS[passenger]}"
+    return "\n".join(
+        [
+            *lines,
+            f"The cab (T) is on row {taxi_row}, column {taxi_col}; the passenger is {where} and "
+            f"wants to go to {_TAXI_LOCATIONS[destination]}.",
+        ]
+    )
+
+
+TAXI_ALT = CuratedDescriber(
+    "You run a cab on a 5x5 street grid; walls (|) block moves east or west. The four stands "
+    "are R, G, Y and B. Go to the passenger, let them in, take them to where they want to go "
+    "and let them out. Every step scores -1, a correct drop-off +20, and a pickup or drop-off "
+    "in the wrong place -10 (200 steps at most). Row 0 is the top (north) row and column 0 "
+    "the left (west) column.",
+    [
+        ("SOUTH", "drive one row down"),
+        ("NORTH", "drive one row up"),
+        ("EAST", "drive one column right"),
+        ("WEST", "drive one column left"),
+        ("PICKUP", "let the passenger in"),
+        ("DROPOFF", "let the passenger out"),
+    ],
+    _taxi_alt,
+)
+
+
+def _cliff_alt(obs: Any, env: gym.Env) -> str:
+    rows, cols = env.unwrapped.shape
+    row, col = divmod(int(obs), cols)
+    cells = np.full((rows, cols), ".", dtype="<U1")
+    cells[rows - 1, 1 : cols - 1] = "C"
+    cells[rows - 1, 0], cells[rows - 1, cols - 1] = "S", "G"
+    cells[row, col] = "A"
+    grid = "\n".join("".join(line) for line in cells)
+    return f"Map, top row first:\n{grid}\nYou stand on row {row}, column {col}."
+
+
+CLIFF_WALKING_ALT = CuratedDescriber(
+    "Walk on a 4x12 grid from the start S in the bottom-left corner to the goal G in the "
+    "bottom-right corner. The squares between them on the bottom row are a cliff C: stepping "
+    "onto one scores -100 and puts you back on S. Every step scores -1, so take the shortest "
+    "path that avoids the cliff. Row 0 is the top row and column 0 the left column.\n"
+    "Symbols: A = your square, S = start, . = safe ground, C = cliff, G = goal.",
+    [(name, _GRID_MOVES_ALT[name]) for name in ("UP", "RIGHT", "DOWN", "LEFT")],
+    _cliff_alt,
+)
+
+FROZEN_LAKE_ALT = CuratedDescriber(
+    _frozen_lake_alt_task, list(_GRID_MOVES_ALT.items()), _frozen_lake_alt
+)

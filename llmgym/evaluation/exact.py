@@ -7,7 +7,8 @@ each the observation text and info the ``Text-*`` env would give there (its own
 ``TextObservation``), asks ``act`` for the answers in batches, parses them with the env's own
 ``TextAction`` parser (fallback included) and evaluates the resulting policy by a finite-horizon
 recursion under the step cap of sampled evaluation: the registered time limit, else
-``DEFAULT_MAX_STEPS`` (``make_eval_env``).
+``DEFAULT_MAX_STEPS`` (``make_eval_env``). On a FrozenLake map set (``llmgym.envs.maps``) it
+does so on every map of the set and reports the mean: the exact success rate over the set.
 
 Example:
     >>> import json
@@ -20,6 +21,12 @@ Example:
     >>> supports_exact("Text-FrozenLake-v1", {"is_slippery": False}), supports_exact(
     ...     "Text-CartPole-v1")
     (True, False)
+    >>> def right_then_down(observations, infos):  # a map-blind path: the top row, then down
+    ...     return [json.dumps({"action": "RIGHT" if i["raw_obs"] % 4 < 3 else "DOWN"})
+    ...             for i in infos]
+    >>> result = exact_value("Text-FrozenLakeMaps4x4-Heldout-v0", right_then_down)
+    >>> result.maps, result.value  # the share of the 100 held-out maps it crosses
+    (100, 0.51)
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import numpy as np
 from llmgym.baselines.agents import RandomAgent
 from llmgym.baselines.base import TextAgent
 from llmgym.baselines.planning import Transitions, blackjack_mdp, evaluate_tabular
+from llmgym.envs.maps import FrozenLakeMapsEnv
 from llmgym.envs.registration import check_env_id, make_eval_env
 from llmgym.errors import AgentError, ConfigError
 from llmgym.wrappers.history import HistoryWrapper
@@ -42,7 +50,7 @@ from llmgym.wrappers.text_action import TextAction
 from llmgym.wrappers.text_observation import TextObservation
 
 #: Base env classes whose transition model is known exactly.
-EXACT_ENVS = ("BlackjackEnv", "FrozenLakeEnv", "TaxiEnv", "CliffWalkingEnv")
+EXACT_ENVS = ("BlackjackEnv", "FrozenLakeEnv", "FrozenLakeMapsEnv", "TaxiEnv", "CliffWalkingEnv")
 #: States answered per ``act`` call.
 BATCH_SIZE = 256
 #: Observations per forward pass of an LLM agent in ``agent_act`` (as the bench's batches):
@@ -57,9 +65,10 @@ class ExactResult:
     """The exact evaluation of one policy.
 
     ``value``: expected undiscounted return from the env's initial-state distribution within
-    ``horizon`` steps; ``states``: distinct observations the policy was asked about;
-    ``parse_rate``: share of them whose answer parsed (the others took the fallback action);
-    ``actions``: the base action taken for each raw observation.
+    ``horizon`` steps (on a map set: its mean over the ``maps`` maps); ``states``: distinct
+    observations the policy was asked about; ``parse_rate``: share of them whose answer parsed
+    (the others took the fallback action); ``actions``: the base action taken for each raw
+    observation (on a map set: for each ``(map index, raw observation)``).
     """
 
     value: float
@@ -67,6 +76,7 @@ class ExactResult:
     parse_rate: float
     actions: dict[Any, int]
     horizon: int
+    maps: int = 1
 
 
 def _layers(env: gym.Env) -> list[gym.Env]:
@@ -155,14 +165,41 @@ def state_texts(
 ) -> list[tuple[Any, str, dict[str, Any]]]:
     """``(raw_obs, observation, info)`` for every distinct observation an episode can show,
     as the text env writes them (``info``: ``system_prompt``, ``valid_actions``, ``raw_obs``,
-    and Taxi's ``action_mask``; the path-dependent ``prob`` and ``parse`` are left out)."""
+    and Taxi's ``action_mask``; the path-dependent ``prob`` and ``parse`` are left out); on a
+    map set, those of every map in turn."""
     env, reason = _make(env_id, env_kwargs)
     if env is None:
         raise ConfigError(reason)
-    return _state_texts(env)[0]
+    return [row for table in _tables(env) for row in table.rows.values()]
 
 
-def _state_texts(env: gym.Env) -> tuple[list[tuple[Any, str, dict[str, Any]]], list[int]]:
+@dataclass(frozen=True)
+class _Table:
+    """One map's model: transitions, start distribution, the raw observation of each state,
+    the acting states, and a row ``(raw_obs, observation, info)`` per distinct observation,
+    keyed by raw observation, or by ``(map index, raw observation)`` on a map set."""
+
+    P: Transitions
+    start: np.ndarray
+    obs_of: Callable[[int], Any]
+    states: list[int]
+    rows: dict[Any, tuple[Any, str, dict[str, Any]]]
+    key: Callable[[Any], Any]
+
+
+def _tables(env: gym.Env) -> list[_Table]:
+    """The model of the env's one map, or of each map of a map set (loaded in turn)."""
+    base = env.unwrapped
+    if not isinstance(base, FrozenLakeMapsEnv):
+        return [_table(env, lambda raw: raw)]
+    tables = []
+    for index in range(len(base.maps)):
+        base.load_map(index)
+        tables.append(_table(env, lambda raw, index=index: (index, raw)))
+    return tables
+
+
+def _table(env: gym.Env, key: Callable[[Any], Any]) -> _Table:
     base = env.unwrapped
     observe: TextObservation = _find(env, TextObservation)
     P, start, obs_of = _model(base)
@@ -170,10 +207,10 @@ def _state_texts(env: gym.Env) -> tuple[list[tuple[Any, str, dict[str, Any]]], l
     rows: dict[Any, tuple[Any, str, dict[str, Any]]] = {}
     for state in states:
         raw = obs_of(state)
-        if raw not in rows:
+        if key(raw) not in rows:
             extra = {"action_mask": base.action_mask(state)} if hasattr(base, "action_mask") else {}
-            rows[raw] = (raw, observe.observation(raw), observe.with_prompt(extra, raw))
-    return list(rows.values()), states
+            rows[key(raw)] = (raw, observe.observation(raw), observe.with_prompt(extra, raw))
+    return _Table(P, start, obs_of, states, rows, key)
 
 
 def exact_value(
@@ -184,34 +221,39 @@ def exact_value(
 ) -> ExactResult:
     """Exact expected return of the deterministic Markov policy ``act`` on
     ``gym.make(env_id, **env_kwargs)`` within ``max_steps`` steps (default: the step cap of
-    sampled evaluation). ``act`` is called once per batch of ``BATCH_SIZE`` states; it must
-    answer each observation as it would in an episode (greedily, with no memory). Raises
-    ``ConfigError`` (one sentence) where ``supports_exact`` is False."""
+    sampled evaluation); on a map set, its mean over the maps. ``act`` is called once per
+    batch of ``BATCH_SIZE`` states; it must answer each observation as it would in an episode
+    (greedily, with no memory). Raises ``ConfigError`` (one sentence) where ``supports_exact``
+    is False."""
     env, reason = _make(env_id, env_kwargs)
     if env is None:
         raise ConfigError(reason)
     horizon = int(max_steps if max_steps is not None else env.spec.max_episode_steps)
     parse = _find(env, TextAction)
-    rows, states = _state_texts(env)
+    tables = _tables(env)
+    rows = [(key, row) for table in tables for key, row in table.rows.items()]
     actions: dict[Any, int] = {}
     parsed: dict[Any, bool] = {}
     for i in range(0, len(rows), BATCH_SIZE):
         batch = rows[i : i + BATCH_SIZE]
-        answers = list(act([text for _, text, _ in batch], [info for *_, info in batch]))
+        answers = list(act([text for _, (_, text, _) in batch], [info for _, (*_, info) in batch]))
         if len(answers) != len(batch):
             raise ValueError(f"act answered {len(answers)} observations out of {len(batch)}.")
-        for (raw, _, _), answer in zip(batch, answers):
+        for (key, _), answer in zip(batch, answers):
             result = parse.parser(answer)
-            actions[raw], parsed[raw] = int(result.action), bool(result.ok)
-    P, start, obs_of = _model(env.unwrapped)
-    policy = np.zeros(len(P), dtype=int)
-    penalty = np.zeros(len(P))
-    for state in states:
-        raw = obs_of(state)
-        policy[state] = actions[raw]
-        penalty[state] = 0.0 if parsed[raw] else parse.invalid_penalty
-    value = evaluate_tabular(P, policy, start, horizon, penalty)
-    return ExactResult(value, len(rows), sum(parsed.values()) / len(rows), actions, horizon)
+            actions[key], parsed[key] = int(result.action), bool(result.ok)
+    values = []
+    for table in tables:
+        policy = np.zeros(len(table.P), dtype=int)
+        penalty = np.zeros(len(table.P))
+        for state in table.states:
+            key = table.key(table.obs_of(state))
+            policy[state] = actions[key]
+            penalty[state] = 0.0 if parsed[key] else parse.invalid_penalty
+        values.append(evaluate_tabular(table.P, policy, table.start, horizon, penalty))
+    value = float(np.mean(values))
+    parse_rate = sum(parsed.values()) / len(rows)
+    return ExactResult(value, len(rows), parse_rate, actions, horizon, len(tables))
 
 
 def agent_act(agent: TextAgent) -> Act:

@@ -1,0 +1,167 @@
+"""FrozenLake map sets: generated maps for measuring transfer to maps a policy never trained on.
+
+A map set is a fixed list of maps from ``generate_random_map(size, p=0.8, seed)``. Each map
+belongs to ``train`` or ``heldout`` by a hash of its layout (a fifth are held out), so the two
+sets share no map and no seed; a set holds the maps of its kind from seeds 0, 1, 2, ... in that
+order (a frequent map may recur, as often as the generator draws it). ``FrozenLakeMapsEnv``
+loads map ``seed % len(maps)`` on ``reset(seed=seed)``: seeds 0..N-1 play every map once.
+
+Example:
+    >>> import gymnasium as gym
+    >>> env = FrozenLakeMapsEnv("heldout", 4)
+    >>> _ = env.reset(seed=3)
+    >>> env.map_index, env.desc.shape
+    (3, (4, 4))
+    >>> [len(maps_of(name, 4)) for name in MAP_SETS], sorted(BASE_IDS)[0]
+    ([1000, 100], 'FrozenLakeMaps4x4-Heldout-v0')
+"""
+
+from __future__ import annotations
+
+import functools
+import zlib
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv, generate_random_map
+
+from llmgym.errors import ConfigError
+
+#: Maps in each set.
+MAP_SETS = {"train": 1000, "heldout": 100}
+#: Map sides a set can have.
+MAP_SIZES = (4, 5)
+#: Probability that a generated tile is frozen (not a hole).
+FROZEN_P = 0.8
+#: Step cap of the registered map-set ids.
+MAX_STEPS = 30
+#: Base Gymnasium ids of the map sets (their ``Text-`` twins are in the catalog) -> kwargs.
+BASE_IDS = {
+    f"FrozenLakeMaps{size}x{size}-{name.capitalize()}-v0": {"map_set": name, "map_size": size}
+    for size in MAP_SIZES
+    for name in MAP_SETS
+}
+
+
+def map_kind(desc: list[str]) -> str:
+    """``heldout`` for the fifth of layouts whose CRC-32 is divisible by 5, else ``train``.
+
+    Example:
+        >>> map_kind(["SFFF", "FHFH", "FFFH", "HFFG"])
+        'train'
+    """
+    return "heldout" if zlib.crc32("".join(desc).encode()) % 5 == 0 else "train"
+
+
+@functools.cache
+def _generated(size: int) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """``(seed, map)`` from seeds 0, 1, 2, ... until every set of this size is full."""
+    found, counts, seed = [], dict.fromkeys(MAP_SETS, 0), 0
+    while any(counts[name] < n for name, n in MAP_SETS.items()):
+        desc = tuple(generate_random_map(size, p=FROZEN_P, seed=seed))
+        counts[map_kind(list(desc))] += 1
+        found.append((seed, desc))
+        seed += 1
+    return tuple(found)
+
+
+def check_map_set(name: str, size: int) -> None:
+    """Refuse, in one sentence (``ConfigError``), a set or size that does not exist.
+
+    Example:
+        >>> check_map_set("test", 4)
+        Traceback (most recent call last):
+        ...
+        llmgym.errors.ConfigError: Unknown map_set 'test': use train or heldout.
+    """
+    if name not in MAP_SETS:
+        raise ConfigError(f"Unknown map_set {name!r}: use {' or '.join(MAP_SETS)}.")
+    if size not in MAP_SIZES:
+        sizes = " or ".join(str(s) for s in MAP_SIZES)
+        raise ConfigError(f"map_size must be {sizes} (a side of the square map), not {size!r}.")
+
+
+def map_seeds(name: str, size: int) -> list[int]:
+    """The seeds of ``generate_random_map`` that make the maps of a set, in set order.
+
+    Example:
+        >>> map_seeds("heldout", 4)[:3]
+        [13, 18, 20]
+    """
+    check_map_set(name, size)
+    return [seed for seed, desc in _generated(size) if map_kind(list(desc)) == name][
+        : MAP_SETS[name]
+    ]
+
+
+def maps_of(name: str, size: int) -> list[list[str]]:
+    """The maps of a set, each as ``generate_random_map`` returns it (rows of S, F, H, G)."""
+    return [generate_random_map(size, p=FROZEN_P, seed=seed) for seed in map_seeds(name, size)]
+
+
+@functools.cache
+def _lake(desc: tuple[str, ...], is_slippery: bool) -> FrozenLakeEnv:
+    """Gymnasium's FrozenLake on one map (its transition table is what a map-set env loads)."""
+    return FrozenLakeEnv(desc=list(desc), is_slippery=is_slippery)
+
+
+class FrozenLakeMapsEnv(FrozenLakeEnv):
+    """Gymnasium's FrozenLake whose map changes at each reset: ``reset(seed=s)`` plays map
+    ``s % len(maps)`` of the set, ``reset()`` a map drawn from the env's random generator.
+    On one map it steps as ``FrozenLakeEnv(desc=map, is_slippery=is_slippery)``. Non-slippery
+    by default: the transfer study trains on the maps, not on the slip."""
+
+    def __init__(
+        self,
+        map_set: str = "train",
+        map_size: int = 4,
+        is_slippery: bool = False,
+        render_mode: str | None = None,
+    ) -> None:
+        check_map_set(map_set, map_size)
+        self.maps = maps_of(map_set, map_size)
+        self.map_index = 0
+        super().__init__(render_mode=render_mode, desc=self.maps[0], is_slippery=is_slippery)
+        self.is_slippery = is_slippery
+
+    def load_map(self, index: int) -> None:
+        """Play map ``index`` of the set from now on (the start cell is always the top-left)."""
+        lake = _lake(tuple(self.maps[index]), self.is_slippery)
+        self.map_index = index
+        self.desc, self.P = lake.desc, lake.P
+        self.initial_state_distrib = lake.initial_state_distrib
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        gym.Env.reset(self, seed=seed)
+        n = len(self.maps)
+        self.load_map(seed % n if seed is not None else int(self.np_random.integers(n)))
+        return super().reset(options=options)
+
+
+def register_map_sets() -> None:
+    """Register the base ids of ``BASE_IDS`` (non-slippery, ``MAX_STEPS`` steps)."""
+    for env_id, kwargs in BASE_IDS.items():
+        if env_id not in gym.registry:
+            gym.register(
+                env_id,
+                entry_point="llmgym.envs.maps:FrozenLakeMapsEnv",
+                kwargs=kwargs,
+                max_episode_steps=MAX_STEPS,
+            )
+
+
+__all__ = [
+    "BASE_IDS",
+    "FROZEN_P",
+    "MAP_SETS",
+    "MAP_SIZES",
+    "MAX_STEPS",
+    "FrozenLakeMapsEnv",
+    "check_map_set",
+    "map_kind",
+    "map_seeds",
+    "maps_of",
+    "register_map_sets",
+]
