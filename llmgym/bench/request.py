@@ -1,9 +1,11 @@
 """What one ``llmgym bench`` asks for, checked before anything is played: its agents and envs,
 seeds, counts and output folder, and the command line that makes it again.
 
-A folder may hold the rows of several benches (reruns resume, more agents or episodes add
-rows); a request's leaderboard counts only the seeds it names (``seeds``), so a rerun with
-another ``--seed`` or fewer ``--episodes`` never mixes in rows its command would not play.
+A folder holds one bench: one ``--seed`` for every cell (env, agent) and one episode count per
+cell, recorded in ``bench.json``. A rerun resumes it, and may add cells (other envs or agents
+on the same seed); a rerun that would play a cell on other seeds (another ``--seed``, more or
+fewer ``--episodes``) is refused by ``claim_folder`` before anything is played, unless
+``fresh`` clears the folder's bench files first, so the rows of two benches never mix.
 
 Example:
     >>> request = bench_request(envs="Text-Taxi-v4", agents="random,optimal", episodes=3)
@@ -16,15 +18,24 @@ Example:
 from __future__ import annotations
 
 import importlib.util
+import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from llmgym.agents.registry import check_agent_name, split_agent_names
-from llmgym.bench.runner import PendingSeeds, load_rows, pending_seeds, row_key
+from llmgym.bench.runner import (
+    EPISODES_FILE,
+    EXACT_FILE,
+    PendingSeeds,
+    load_rows,
+    pending_seeds,
+    row_key,
+)
 from llmgym.bench.suites import episodes_for, suite_envs
 from llmgym.envs.registration import check_env_id
 from llmgym.errors import ConfigError, OutputError
+from llmgym.files import output_error, write_text
 from llmgym.rollout import MAX_ENVS, check_count
 
 #: What a bare ``--ray`` means: the Ray session ``ray.init()`` finds or starts on this machine.
@@ -32,6 +43,17 @@ RAY_LOCAL = "local"
 #: Where ``llmgym bench`` writes without ``--output``: outside the repository's committed
 #: results (``runs/`` is git-ignored); the committed leaderboard's scripts name theirs.
 DEFAULT_OUTPUT = "runs/bench"
+#: The folder's bench: its seed and the episode count of each cell, ``{env: {agent: n}}``.
+BENCH_FILE = "bench.json"
+#: What ``--fresh`` removes: the files a bench writes in its folder (nothing else).
+BENCH_FILES = (
+    EPISODES_FILE,
+    EXACT_FILE,
+    BENCH_FILE,
+    "leaderboard.md",
+    "leaderboard.png",
+    "leaderboard_cost.png",
+)
 
 
 def agent_names(text: str) -> list[str]:
@@ -124,6 +146,54 @@ class BenchRequest:
             parts.append("--ray" if self.ray == RAY_LOCAL else f"--ray {shlex.quote(self.ray)}")
         return " ".join(parts)
 
+    def cells(self) -> dict[str, dict[str, int]]:
+        """The episode count of each cell this request plays, ``{env: {agent: n}}``."""
+        return {e: dict.fromkeys(self.agents, episodes_for(e, self.episodes)) for e in self.env_ids}
+
+    def other_bench(self) -> str | None:
+        """How the bench ``output`` holds differs from this one (a phrase), or None when it
+        holds none, this one (to resume) or one this one only adds cells to. A folder written
+        before ``bench.json`` is judged by its rows."""
+        held = _read_bench(self.output / BENCH_FILE)
+        if held is not None and held.get("seed") != self.seed:
+            return f"seed {held.get('seed')}, not {self.seed}"
+        counts = held.get("episodes", {}) if held is not None else {}
+        for env_id, agents in self.cells().items():
+            for agent, n in agents.items():
+                had = counts.get(env_id, {}).get(agent, n)
+                if had != n:
+                    return f"{had} episodes of {agent} on {env_id}, not {n}"
+        for row in load_rows(self.output):
+            if not isinstance(row, dict) or not isinstance(row.get("seed"), int):
+                continue  # not a row llmgym wrote: pending() refuses the file
+            seed, env_id, agent = row["seed"], row.get("env_id"), row.get("agent")
+            mine = env_id in self.env_ids and agent in self.agents
+            if seed not in self.seeds(env_id) if mine else seed < self.seed:
+                return f"seed {seed} of {agent} on {env_id}, outside this bench's seeds"
+        return None
+
+    def claim_folder(self, fresh: bool = False) -> None:
+        """Make ``output`` this bench's folder: with ``fresh``, remove the bench files it holds
+        first; else ``ConfigError`` when it holds another bench (``other_bench``). Then record
+        this bench's cells in ``bench.json`` (``OutputError`` naming the path on a disk error)."""
+        try:
+            self.output.mkdir(parents=True, exist_ok=True)
+            for name in BENCH_FILES if fresh else ():
+                (self.output / name).unlink(missing_ok=True)
+        except OSError as error:
+            raise output_error(self.output, error) from None
+        why = self.other_bench()
+        if why is not None:
+            raise ConfigError(
+                f"This folder ({self.output}) holds another bench ({why}): pass another "
+                "--output or --fresh."
+            )
+        counts = (_read_bench(self.output / BENCH_FILE) or {}).get("episodes", {})
+        for env_id, agents in self.cells().items():
+            counts[env_id] = {**counts.get(env_id, {}), **agents}
+        text = json.dumps({"seed": self.seed, "episodes": counts}, indent=1) + "\n"
+        write_text(self.output / BENCH_FILE, text)
+
     def pending(self) -> dict[tuple[str, str], PendingSeeds]:
         """The seeds each (env, agent) cell has still to play, after the rows ``output``
         holds; ``OutputError`` when its ``episodes.jsonl`` has rows llmgym did not write."""
@@ -134,6 +204,17 @@ class BenchRequest:
                 f"{self.output / 'episodes.jsonl'} has rows llmgym did not write; move it."
             ) from None
         return pending_seeds(self.env_ids, self.agents, self.episodes, self.seed, done)
+
+
+def _read_bench(path: Path) -> dict | None:
+    """The bench ``path`` records, or None (no file, or not one llmgym wrote)."""
+    try:
+        held = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(held, dict) or not isinstance(held.get("episodes"), dict):
+        return None
+    return held if all(isinstance(v, dict) for v in held["episodes"].values()) else None
 
 
 def bench_request(

@@ -123,11 +123,14 @@ def bench(
     envs: str | None = typer.Option(None, help="Comma-separated env ids (replaces the suite)."),
     batch_size: int = typer.Option(32, min=1, help="Episodes played in lockstep per agent call."),
     ray: str | None = typer.Option(None, metavar="[ADDRESS]", help=RAY_HELP),
+    fresh: bool = typer.Option(
+        False, help="Remove the bench files --output holds first (a folder holds one bench)."
+    ),
 ) -> None:
     """Score agents on a suite over fixed seeds: JSONL rows, leaderboard.md and .png.
-    Finished episodes are skipped on rerun, so an interrupted run resumes; the leaderboard
-    counts the seeds this command names (SEED to SEED + EPISODES - 1), whatever else the
-    folder holds.
+    Finished episodes are skipped on rerun, so an interrupted run resumes. A folder holds one
+    bench: a rerun may add envs or agents on the same --seed, but one that would play a cell
+    on other seeds (another --seed or --episodes) is refused; pass another --output or --fresh.
 
     Add a policy you trained (llmgym train) as llm:MODEL@RUN_DIR, e.g.
     llmgym bench --envs Text-Taxi-v4 --agents random,llm:smollm2-135m@RUN_DIR
@@ -146,6 +149,10 @@ def bench(
         raise fail(str(err)) from None
     check_output_dir(request.output)
     check_cache()
+    try:
+        request.claim_folder(fresh)
+    except (ConfigError, OutputError) as err:  # another bench; a disk error naming the path
+        raise fail(str(err)) from None
     _play(request)
     _report(request)
 

@@ -2,9 +2,10 @@
 
 Clients (OpenEnv's ``EnvClient``, TRL/Unsloth/verifiers through OpenEnv) connect over
 WebSocket (``/ws``); each connection gets its own env, at most ``--max-sessions`` at once.
-Requests are bounded (1 MiB HTTP bodies and WebSocket messages alike, 64 KiB HTTP headers (431 above),
-a cap on open connections); HTTP is stateless (each request gets a fresh env: ``/step``
-answers 409, step in a WebSocket session); ``--stop-after`` makes the server stop itself.
+Requests are bounded (1 MiB HTTP bodies and WebSocket messages alike, 64 KiB HTTP headers:
+431 above, JSON nested 32 levels deep, a cap on open connections); HTTP is stateless (each
+request gets a fresh env: ``/step`` answers 409, step in a WebSocket session);
+``--stop-after`` makes the server stop itself.
 
 Example:
     >>> import typer

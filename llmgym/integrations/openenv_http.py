@@ -75,16 +75,16 @@ class HeaderLimitedH11Protocol(H11Protocol):
         if not self.conn.too_large:
             super().send_400_response(msg)
             return
-        detail = (
-            f"The request's headers are above the limit of {self.limit:,} bytes; send less."
-        )
+        detail = f"The request's headers are above the limit of {self.limit:,} bytes; send less."
         body = json.dumps({"detail": detail}).encode()
         headers = [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
             (b"connection", b"close"),
         ]
-        response = h11.Response(status_code=431, headers=headers, reason=b"Request Header Fields Too Large")
+        response = h11.Response(
+            status_code=431, headers=headers, reason=b"Request Header Fields Too Large"
+        )
         for event in (response, h11.Data(data=body), h11.EndOfMessage()):
             self.transport.write(self.conn.send(event))
         self.draining = True

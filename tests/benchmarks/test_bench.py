@@ -153,17 +153,33 @@ def _leaderboard(output, args):
     return {(c[0], c[1]): (c[2], c[3], c[4]) for c in cells}
 
 
-def test_a_rerun_with_another_seed_or_fewer_episodes_counts_only_its_own_seeds(tmp_path):
-    """Issue 52: a rerun into one folder with another --seed or fewer --episodes writes the
-    leaderboard its command makes in a fresh folder; the rows it did not ask for stay in
-    episodes.jsonl, out of the table."""
+def test_a_rerun_into_a_folder_of_another_bench_is_refused_unless_fresh(tmp_path):
+    """Issue 52: a rerun into one folder with another --seed or other --episodes is refused
+    before anything is played (rows unchanged); the same bench resumes, other agents on the
+    same seeds join it, and --fresh starts the folder over."""
     bench = ["--envs", "Text-FrozenLake-v1", "--agents", "random,optimal"]
-    _leaderboard(tmp_path / "shared", [*bench, "--episodes", "6"])
-    for rerun in (["--seed", "3", "--episodes", "6"], ["--episodes", "2"]):
-        fresh = _leaderboard(tmp_path / "-".join(rerun), [*bench, *rerun])
-        assert _leaderboard(tmp_path / "shared", [*bench, *rerun]) == fresh
+    _leaderboard(tmp_path, [*bench, "--episodes", "6"])
+    rows = (tmp_path / "episodes.jsonl").read_bytes()
+    for rerun in (["--seed", "3", "--episodes", "6"], ["--episodes", "2"], ["--episodes", "8"]):
+        result = CliRunner().invoke(_app(), ["bench", *bench, *rerun, "--output", str(tmp_path)])
+        assert result.exit_code == 2
+        assert "holds another bench" in result.output
+        assert "pass another --output or --fresh" in result.output
+        assert (tmp_path / "episodes.jsonl").read_bytes() == rows
+    _leaderboard(tmp_path, [*bench, "--episodes", "6"])
+    _leaderboard(
+        tmp_path, ["--envs", "Text-FrozenLake-v1", "--agents", "llm:tiny", "--episodes", "6"]
+    )
+    fresh = _leaderboard(tmp_path, [*bench, "--episodes", "2", "--fresh"])
     assert fresh[("Text-FrozenLake-v1", "random")][0] == "2"
-    assert len(load_rows(tmp_path / "shared")) == 2 * 9  # seeds 0-8 of both agents
+    assert len(load_rows(tmp_path)) == 2 * 2
+
+
+def test_a_folder_without_bench_json_is_judged_by_its_rows(tmp_path):
+    run_bench(["Text-FrozenLake-v1"], ["random"], episodes=6, output=tmp_path)
+    args = ["bench", "--envs", "Text-FrozenLake-v1", "--agents", "random", "--episodes", "2"]
+    result = CliRunner().invoke(_app(), [*args, "--output", str(tmp_path)])
+    assert result.exit_code == 2 and "holds another bench" in result.output
 
 
 def test_cli_bench_ray_without_ray_says_how_to_install_it(tmp_path, monkeypatch):
