@@ -17,7 +17,7 @@ The blocks (NAME: what it shows, from which records):
     rl-runs              every RL run, one row each (results/rl/*.json, as rl_table.py prints)
     sample-efficiency    env steps to each target, LLM against SB3 (sample_efficiency.json)
     acting-throughput    env steps/s of three ways of acting (throughput.json)
-    training-throughput  whole PPO iterations per env step (train_throughput*.json)
+    training-throughput  whole PPO iterations per env step (train_throughput_configs.json, train_throughput_layer8.json)
 
 The leaderboard has its own script, benchmarks/leaderboard_readme.py.
 """
@@ -241,7 +241,7 @@ def acting_throughput() -> str:
 
 def training_throughput() -> str:
     out = []
-    for name in ("train_throughput.json", "train_throughput_layer8.json"):
+    for name in ("train_throughput_configs.json", "train_throughput_layer8.json"):
         data = json.loads((RESULTS / name).read_text())
         out += [
             f"`benchmarks/results/{name}`: {data['machine']}; fp32 GEMM peak "

@@ -50,7 +50,7 @@ AutoModelForCausalLM.from_config(config).save_pretrained("/tmp/smollm2-random")
 for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
     shutil.copy(f".gpu/smollm2-135m/{name}", "/tmp/smollm2-random")
 PY
-  timeout 240 "$PY" benchmarks/train_throughput.py --model /tmp/smollm2-random --threads 8 --device cuda \
+  timeout 240 "$PY" benchmarks/train_throughput_configs.py --model /tmp/smollm2-random --threads 8 --device cuda \
     --iterations 2 --envs Text-Blackjack-v1 --output "$RESULTS/throughput.json" \
     --workdir /tmp/llmgym-gpu-throughput 2>&1 | tail -n 20
 fi

@@ -1,45 +1,42 @@
-"""Training throughput: env steps per second of whole PPO iterations (act + update) with the
-embedded SmolLM2-135M, and the share of the FLOP ceiling they reach.
+"""One training throughput config, spelled out, run at two commits in turn (issue 51 item 4).
 
-Three configurations on Text-Blackjack-v1 and Text-CartPole-v1, each in its own process:
+The config is :data:`CONFIG`: every setting of the PPO trainer written out, flag by flag, with
+no defaults and no recipe lookup (a setting one commit's config does not know is in
+:data:`ONLY_WHERE_KNOWN`, passed only where it is). The benchmark's axes are the model
+(``--models``) and the mode (``--modes``); everything else is fixed:
 
-* ``score-head``: score mode, frozen backbone, only the action head (and the value head)
-  learns (``train_backbone=false``; features memoised per prompt);
-* ``score-lora-head``: score mode, LoRA in the last ``lora_layers`` layers plus the head;
-* ``generate-lora``: generate mode, LoRA (generate mode has no action head);
-* ``score-head-layer8``: ``score-head`` with the head alone (``lm_prior=false``) on hidden
-  state 8, so each forward stops after 8 of the 30 decoder layers (not in the default set);
-* ``score-lora4-head``: ``score-lora-head`` with LoRA in the last 4 layers instead of 8 (a
-  recipe change: half the layers the update runs; not in the default set);
-* ``score-lora-head-bf16``: ``score-lora-head`` with the model's weights in bfloat16 (the LoRA
-  weights stay fp32; a precision change, compared with ``score-lora-head``'s fp32 old path
-  where that ran; not in the default set).
+* PPO; LoRA r 16 (alpha 32) on the last 8 decoder layers (the tiny test model has 2: all of
+  them); no action head; the LM trains;
+* Text-Blackjack-v1, 256 envs, 256 episodes per update, 4 update epochs (target KL 0.05 may
+  stop earlier: ``epochs run`` says), minibatch 32, micro-batch 16, max_new_tokens 24;
+* seed 0, fp32 on the CPU, one torch thread (``--threads``), evaluation off, checkpoints off,
+  the metrics logger on (as ``llmgym train`` has it).
 
-Each iteration runs ``trainer.run_iteration()`` (collect ``episodes_per_update`` episodes,
-one PPO update; no evaluation, no checkpoint). ``--paths old new`` runs each configuration
-twice on the identical recipe (same seed, trained layers, epochs, minibatch size, episodes per
-update): ``old`` with the frozen-trunk fast path switched off (every pass through the whole
-model), ``new`` with it (``llmgym/policy/backends/trunk.py``: the top layers alone over the
-kept trunk states), and prints how much faster the update and the whole iteration are, by
-wall clock and by this process's CPU time (one torch thread: the work done, whatever else runs
-on a shared machine).
+Each (model, mode, commit) runs in its own process with ``PYTHONPATH`` on a detached
+``git worktree`` of that commit (``HEAD`` too: the committed tree, not the working copy), with
+this repository's ``.venv`` python. Repeats alternate the commits. A process builds the
+trainer (``setup``), then runs ``--iterations`` iterations of ``trainer.run_iteration()``
+(collect ``episodes_per_update`` episodes, one PPO update, log). **End to end** = the env
+steps of iterations 2..N / the wall seconds from the end of iteration 1 to the end of the
+last (iteration 1 is reported apart: it pays the first tokenizations and allocations). Acting
+and the update are also timed in CPU seconds (``time.process_time``: one torch thread, so the
+work done, whatever else runs on the shared machine). ``--evaluate MODE`` times one
+evaluation (exact: Blackjack's greedy policy value from the env's model) after the
+iterations, on the first repeat.
 
-Tokens are counted two ways: the policy's ``stats`` while acting (prompt tokens run through
-the model + generated tokens), and hooks on the model: every non-padding position a forward
-computes, split into acting and update, with and without gradient, and the layers it runs
-through. FLOPs, per forward: ``2 x params x tokens`` of each decoder layer that computes (the
-trunk's layers are skipped on the fast path, and a forward that stops early skips those
-above) plus ``2 x output-layer params`` per row of logits; backward, with gradient: twice the
-forward of the decoder layers at or above the first trained one (``4 x params x tokens``)
-plus the output layer's input gradient; none when the backbone is frozen. The ceiling is an
-fp32 GEMM peak measured in the same run. Writes ``benchmarks/results/train_throughput.json``
-and prints a markdown table.
+FLOPs are counted by hooks on the model: ``2 x params x tokens`` of each decoder layer that
+computes (non-padding tokens; a layer the frozen-trunk fast path skips computes nothing),
+``2 x output-layer params`` per row of logits, and with gradient twice that again for the
+layers at or above the first trained one and the output layer. Share of peak = counted
+FLOPs / wall seconds / an fp32 GEMM peak measured in the same run.
 
-    python benchmarks/train_throughput.py --iterations 2   # ~10 min on a 2-core CPU
-    python benchmarks/train_throughput.py --quick          # tiny random model, smoke run
-    python benchmarks/train_throughput.py --iterations 2 --envs Text-Blackjack-v1 \
-        --configs score-lora-head generate-lora --paths old new \
-        --output benchmarks/results/train_throughput_trunk.json   # the fast path's gain
+    python benchmarks/train_throughput.py --models tiny --modes score generate \\
+        --commits a2d92ac HEAD --iterations 4 --repeats 3 --evaluate score generate
+    python benchmarks/train_throughput.py --models smollm2-135m --modes score generate \\
+        --commits a2d92ac HEAD --iterations 2 --repeats 1 --append
+
+Prints the markdown tables and writes ``benchmarks/results/train_throughput.json``
+(``--append`` keeps the rows of other (model, mode) pairs already there).
 """
 
 from __future__ import annotations
@@ -54,88 +51,146 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-from throughput import gemm_peak, machine  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "train_throughput.json"
+PYTHON = ROOT / ".venv" / "bin" / "python"
 
-RESULTS = Path(__file__).parent / "results" / "train_throughput.json"
-ENVS = ("Text-Blackjack-v1", "Text-CartPole-v1")
-#: name -> TrainConfig overrides (the head-only recipe of the RL runs: update_epochs=4,
-#: temperature 2, ent_coef 0.05).
-CONFIGS: dict[str, dict[str, Any]] = {
-    "score-head": {"mode": "score", "train_backbone": False, "action_head": True},
-    "score-lora-head": {"mode": "score", "train_backbone": True, "action_head": True},
-    "generate-lora": {"mode": "generate", "train_backbone": True, "action_head": False},
-    "score-head-layer8": {
-        "mode": "score",
-        "train_backbone": False,
-        "action_head": True,
-        "lm_prior": False,
-        "head_layers": [8],
-    },
-    "score-lora4-head": {
-        "mode": "score",
-        "train_backbone": True,
-        "action_head": True,
-        "lora_layers": 4,
-    },
-    "score-lora-head-bf16": {
-        "mode": "score",
-        "train_backbone": True,
-        "action_head": True,
-        "dtype": "bfloat16",
-    },
+#: The config, every flat key of the PPO trainer's config (``llmgym.rl.config.flat_view``).
+#: ``model`` and ``mode`` are the benchmark's axes; ``num_threads`` is ``--threads``;
+#: ``output_dir`` a scratch directory per run.
+CONFIG: dict[str, Any] = {
+    # run
+    "env_id": "Text-Blackjack-v1",
+    "env_kwargs": {},
+    "num_envs": 256,
+    "episodes_per_update": 256,
+    "total_env_steps": 10**9,  # never the limit: the benchmark stops after --iterations
+    "total_episodes": 0,
+    "seed": 0,
+    "device": "cpu",
+    "checkpoint_every": 0,  # checkpoints off
+    "log_every": 1,
+    "collapse_warn": True,
+    "kl_warn": 2.0,
+    "progress": False,
+    # policy
+    "backend": "hf",
+    "vllm_url": "",
+    "vllm_model": "",
+    "dtype": "float32",
+    "backbone": "pretrained",
+    "history": 0,
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "max_new_tokens": 24,
+    "think": False,
+    "prefill": True,
+    "prefix_cache": True,
+    "prefix_cache_grad": True,
+    "stop_at_answer": True,
+    "micro_batch_size": 16,
+    "normalization": "sum",
+    # (policy.greedy and policy.seed are the trainer's: sampling while training, seeded by seed)
+    # heads: no action head (the value head reads the LM's hidden state)
+    "action_head": False,
+    "lm_prior": True,
+    "head_layers": None,
+    "head_lr": None,
+    "head_optimizer": "sgd",
+    "head_whiten_eps": 0.3,
+    "value_hidden": 128,
+    "value_lr": 0.001,
+    "value_detach": True,
+    "value_norm": False,
+    "value_norm_decay": 0.9,
+    "value_whiten": False,
+    # LoRA
+    "lora": True,
+    "lora_r": 16,
+    "lora_alpha": 32,
+    "lora_dropout": 0.0,
+    "lora_layers": 8,
+    "lora_target_modules": None,
+    "lora_init": "random",
+    # optimizer
+    "train_backbone": True,
+    "learning_rate": 0.0005,
+    "lm_optimizer": "adamw",
+    "weight_decay": 0.0,
+    "max_grad_norm": 1.0,
+    "anneal_lr": False,
+    "center_grad": False,
+    "average_decay": 0.0,
+    "mirror": False,
+    # PPO
+    "update_epochs": 4,
+    "minibatch_size": 32,
+    "clip_coef": 0.2,
+    "clip_vloss": False,
+    "ent_coef": 0.01,
+    "min_entropy": 0.05,
+    "vf_coef": 0.5,
+    "gamma": 1.0,
+    "gae_lambda": 0.95,
+    "norm_adv": True,
+    "target_kl": 0.05,
+    "kl_coef": 0.0,
+    # evaluation: off during the iterations; --evaluate times one exact evaluation after them
+    "eval_every": 0,
+    "eval_start": False,
+    "eval_episodes": 100,
+    "eval_greedy": True,
+    "eval_method": "exact",
+    "eval_stop_at": None,
+    # SFT warm start: none
+    "sft": "none",
+    "sft_episodes": 200,
+    "sft_epochs": 8,
+    "sft_batch_size": 8,
+    "sft_learning_rate": 0.003,
+    "sft_during_rl": 0.0,
+    "reference_after_sft": True,
 }
-COMMON = {"update_epochs": 4, "temperature": 2.0, "ent_coef": 0.05}
-#: Episodes per iteration: Blackjack episodes last ~1.5 steps, CartPole ones ~20.
-EPISODES = {"Text-Blackjack-v1": 32, "Text-CartPole-v1": 4}
-#: TrainConfig fields copied into the results.
-REPORTED_FIELDS = (
-    "mode",
-    "train_backbone",
-    "action_head",
-    "lm_prior",
-    "head_layers",
-    "lora",
-    "lora_r",
-    "lora_layers",
-    "num_envs",
-    "episodes_per_update",
-    "update_epochs",
-    "micro_batch_size",
-    "minibatch_size",
-    "prefix_cache_grad",
-    "max_new_tokens",
-    "dtype",
-)
+#: Settings that only some commits' configs have, passed where the config knows them:
+#: a2d92ac's PPO carries the Q-critic's switches (HEAD moved them to the ``qac`` algorithm);
+#: HEAD's config records the recipe it came from (none here).
+ONLY_WHERE_KNOWN: dict[str, Any] = {
+    "q_critic": False,
+    "q_ridge": 1.0,
+    "q_step": 1.0,
+    "q_target": "mirror",
+    "q_window": 0,
+    "recipe": "",
+}
+AXES = ("model", "mode", "num_threads", "output_dir")
 
 
-class TokenCounter:
-    """Counts the non-padding positions each forward of ``base`` (a causal LM) computes, by
-    phase and by whether autograd records it, and the FLOPs of the decoder layers that run
-    (a layer the fast path stubs out does not) and of the output layer."""
+# ---------------------------------------------------------------------------------------------
+# One measurement (a subprocess with PYTHONPATH on the commit's worktree)
+
+
+class FlopCounter:
+    """Non-padding tokens and FLOPs of every forward of ``base`` (a Llama-style causal LM), by
+    phase (``act``/``update``/``eval``) and by whether autograd records it."""
 
     def __init__(self, base: Any) -> None:
         import torch
 
-        from llmgym.policy.backends.trunk import decoder_layers, first_trained_layer
-
         self.torch = torch
         self.phase = "act"
-        self.counts: dict[str, int] = {}
+        self.tokens: dict[str, int] = {}
         self.flops: dict[str, float] = {}
-        self.tokens = 0  # the forward under way: its non-padding positions
-        blocks = decoder_layers(base)
-        self.first = first_trained_layer(base, blocks) if blocks is not None else 0
-        decoder = base.model if blocks is not None else base
-        self.handles = [decoder.register_forward_pre_hook(self._forward, with_kwargs=True)]
-        for i, block in enumerate(blocks if blocks is not None else []):
+        self.current = 0
+        blocks = list(base.model.layers)
+        trains = [any(p.requires_grad for p in b.parameters()) for b in blocks]
+        self.first_trained = trains.index(True) if True in trains else len(blocks)
+        self.handles = [base.model.register_forward_pre_hook(self._forward, with_kwargs=True)]
+        for i, block in enumerate(blocks):
             size = sum(p.numel() for p in block.parameters())
-            hook = self._layer(block, size, i >= self.first)
-            self.handles.append(block.register_forward_pre_hook(hook))
+            self.handles.append(block.register_forward_pre_hook(self._layer(block, size, i)))
         head = base.get_output_embeddings()
         self.head_params = sum(p.numel() for p in head.parameters())
         self.handles.append(head.register_forward_pre_hook(self._head))
-        self.depth = len(blocks) if blocks is not None else 1
 
     def _forward(self, module: Any, args: tuple, kwargs: dict) -> None:
         ids = kwargs.get("input_ids", args[0] if args else None)
@@ -144,356 +199,428 @@ class TokenCounter:
         mask = kwargs.get("attention_mask")
         width = ids.shape[1]
         real = int(mask[:, -width:].sum()) if mask is not None and mask.ndim == 2 else ids.numel()
-        self.tokens = int(real)
+        self.current = real
         grad = "grad" if self.torch.is_grad_enabled() else "nograd"
-        self._add(f"{self.phase}_{grad}", real)  # tokens (padding left out)
-        self._add(f"{self.phase}_computed", int(ids.numel()))  # positions, padding included
+        self._add(self.tokens, f"{self.phase}_{grad}", real)
+        self._add(self.tokens, f"{self.phase}_positions", int(ids.numel()))
 
-    def _layer(self, block: Any, size: int, trained: bool) -> Any:
+    def _layer(self, block: Any, size: int, index: int) -> Any:
         def hook(module: Any, args: tuple) -> None:
-            if "forward" in block.__dict__:  # stubbed out by the fast path: nothing computed
+            if "forward" in block.__dict__:  # stubbed out by a fast path: computes nothing
                 return
-            self._flop("forward", 2 * size * self.tokens)
-            self._add(f"{self.phase}_layer_tokens", self.tokens)
-            if trained and self.torch.is_grad_enabled():
-                self._flop("backward", 4 * size * self.tokens)
+            self._add(self.flops, self.phase, 2.0 * size * self.current)
+            if index >= self.first_trained and self.torch.is_grad_enabled():
+                self._add(self.flops, self.phase, 4.0 * size * self.current)
 
         return hook
 
     def _head(self, module: Any, args: tuple) -> None:
         rows = args[0].numel() // args[0].shape[-1]
-        self._flop("forward", 2 * self.head_params * rows)
-        if self.torch.is_grad_enabled():
-            self._flop("backward", 2 * self.head_params * rows)
+        grad = 2 if self.torch.is_grad_enabled() else 1
+        self._add(self.flops, self.phase, 2.0 * grad * self.head_params * rows)
 
-    def _add(self, key: str, n: int) -> None:
-        self.counts[key] = self.counts.get(key, 0) + int(n)
-
-    def _flop(self, kind: str, n: float) -> None:
-        key = f"{self.phase}_{kind}"
-        self.flops[key] = self.flops.get(key, 0.0) + float(n)
+    @staticmethod
+    def _add(store: dict, key: str, n: float) -> None:
+        store[key] = store.get(key, 0) + n
 
     def remove(self) -> None:
         for handle in self.handles:
             handle.remove()
 
 
-def span_params(model: Any, lora_layers: int) -> int:
-    """Parameters of the layers a LoRA gradient flows back through: the adapted (last
-    ``lora_layers``) decoder layers and the final norm."""
-    layers = model.model.layers
-    first = len(layers) - lora_layers if 0 < lora_layers < len(layers) else 0
-    modules = list(layers[first:]) + [model.model.norm]
-    return sum(p.numel() for m in modules for p in m.parameters())
-
-
-def forward_params(model: Any, flat: dict[str, Any]) -> int:
-    """Parameters a forward pass runs through: all, or where the head alone reads early hidden
-    states, the decoder layers below the deepest one it reads."""
-    from llmgym.policy.backends.hf import decoder_layers, stop_before
-
-    blocks = decoder_layers(model)
-    stop = stop_before(len(blocks), flat["head_layers"] or [-1]) if blocks is not None else None
-    if flat["action_head"] and not flat["lm_prior"] and stop is not None:
-        return sum(p.numel() for block in blocks[:stop] for p in block.parameters())
-    return sum(p.numel() for p in model.parameters())
-
-
-def phase(env_id: str, name: str, path: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Build the trainer, run ``args.iterations`` iterations on the ``path`` (``old``: the
-    fast path off, ``new``: on), return the measurements."""
+def build_trainer(model: str, mode: str, threads: int, output_dir: str) -> tuple[Any, dict]:
+    """The trainer of :data:`CONFIG` at whatever commit ``llmgym`` imports from, and a note of
+    the settings: those passed, those only some commits know, and any of the commit's own
+    settings the config leaves at its default (``unspelled``; none at a2d92ac and HEAD)."""
     import torch
 
-    from llmgym.policy.backends import trunk
-    from llmgym.rl import make_trainer
+    from llmgym.rl import config_class, make_trainer
     from llmgym.rl.config import flat_view
 
-    trunk.FROZEN_TRUNK = path == "new"
-    torch.set_num_threads(args.threads)
-    episodes = args.episodes or EPISODES[env_id]
-    start = time.perf_counter()
-    trainer = make_trainer(
-        "ppo",
-        env_id=env_id,
-        model=args.model,
-        device=args.device,
-        num_envs=min(8, episodes),
-        episodes_per_update=episodes,
-        total_env_steps=10**9,
-        eval_every=0,
-        checkpoint_every=0,
-        progress=False,
-        num_threads=args.threads,
-        output_dir=str(Path(args.workdir) / f"{env_id}-{name}"),
-        seed=0,
-        **COMMON,
-        **CONFIGS[name],
-    )
-    setup_s = time.perf_counter() - start
-    cfg = trainer.config
-    base = (
-        trainer.model.get_base_model()
-        if hasattr(trainer.model, "get_base_model")
-        else trainer.model
-    )
-    params = forward_params(base, flat_view(cfg.to_dict()))
-    counter = TokenCounter(base)
-    collect = trainer.collect
-    stats_act = dict.fromkeys(trainer.policy.stats, 0)
+    torch.set_num_threads(threads)
+    known = set(flat_view(config_class("ppo")().to_dict()))
+    settings = dict(CONFIG) | {
+        "model": model,
+        "mode": mode,
+        "num_threads": threads,
+        "output_dir": output_dir,
+    }
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise SystemExit(f"This commit's PPO config has no {unknown}: map them in the benchmark.")
+    settings |= {k: v for k, v in ONLY_WHERE_KNOWN.items() if k in known}
+    trainer = make_trainer("ppo", **settings)
+    flat = flat_view(trainer.config.to_dict())
+    differs = {k: [v, flat[k]] for k, v in settings.items() if flat.get(k) != v}
+    if differs:
+        raise SystemExit(f"The built config differs from the one asked: {differs}")
+    return trainer, {
+        "passed": sorted(settings),
+        "unspelled": sorted(known - set(settings)),
+        "only_where_known": sorted(set(ONLY_WHERE_KNOWN) & known),
+    }
 
-    train_on_episodes = trainer.train_on_episodes
-    cpu = {"act": 0.0, "update": 0.0}  # this process's CPU seconds: robust to other jobs
 
-    def counted_collect() -> Any:
-        counter.phase = "act"
-        before = dict(trainer.policy.stats)
-        start = time.process_time()
-        try:
-            return collect()
-        finally:
-            cpu["act"] += time.process_time() - start
-            for k, v in trainer.policy.stats.items():
-                stats_act[k] += v - before[k]
-            counter.phase = "update"
+def attach_logger(trainer: Any) -> None:
+    """The metrics logger ``Trainer.train`` opens (metrics.jsonl, metrics.csv, TensorBoard)."""
+    from llmgym.rl.logger import MetricsLogger
 
-    def timed_update(episodes: Any) -> Any:
-        start = time.process_time()
-        try:
-            return train_on_episodes(episodes)
-        finally:
-            cpu["update"] += time.process_time() - start
+    trainer.run_dir.mkdir(parents=True, exist_ok=True)
+    trainer.logger = MetricsLogger(trainer.run_dir, trainer.config.to_dict())
 
-    trainer.collect = counted_collect
-    trainer.train_on_episodes = timed_update
+
+def timed_phases(trainer: Any, counter: FlopCounter | None) -> dict[str, float]:
+    """Wrap ``trainer.collect`` (acting) and ``trainer.train_on_episodes`` (the update) to add
+    their wall and CPU seconds to the returned dict, and to set the counter's phase."""
+    clock = {"act_s": 0.0, "act_cpu_s": 0.0, "update_s": 0.0, "update_cpu_s": 0.0}
+
+    def wrap(name: str, key: str) -> None:
+        inner = getattr(trainer, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if counter is not None:
+                counter.phase = key
+            wall, cpu = time.perf_counter(), time.process_time()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                clock[f"{key}_s"] += time.perf_counter() - wall
+                clock[f"{key}_cpu_s"] += time.process_time() - cpu
+
+        setattr(trainer, name, timed)
+
+    wrap("collect", "act")
+    wrap("train_on_episodes", "update")
+    return clock
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Setup, ``args.iterations`` iterations, and (``args.evaluate``) one evaluation."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    import torch
+
+    import llmgym
+
+    import_s = time.perf_counter() - wall
+    trainer, settings = build_trainer(args.model, args.mode, args.threads, args.output_dir)
+    attach_logger(trainer)
+    setup = {"s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu}
+    setup["import_s"] = import_s
+    base = trainer.model.get_base_model() if hasattr(trainer.model, "get_base_model") else None
+    base = base if base is not None else trainer.model
+    counter = FlopCounter(base)
+    clock = timed_phases(trainer, counter)
+    stats = trainer.policy.stats
     iterations = []
     for _ in range(args.iterations):
+        before = dict(clock)
+        tokens_before = dict(stats)
         steps_before = trainer.env_steps
-        cpu_before = dict(cpu)
+        flops_before = dict(counter.flops)
+        wall, cpu = time.perf_counter(), time.process_time()
         metrics = trainer.run_iteration()
+        end = time.perf_counter()
         iterations.append(
             {
                 "env_steps": trainer.env_steps - steps_before,
-                "act_s": metrics["perf/rollout_s"],
-                "update_s": metrics["perf/update_s"],
-                "iteration_s": metrics["perf/iteration_s"],
-                "act_cpu_s": cpu["act"] - cpu_before["act"],
-                "update_cpu_s": cpu["update"] - cpu_before["update"],
-                "update_epochs_run": metrics.get("losses/epochs"),
+                "end": end,
+                "s": end - wall,
+                "cpu_s": time.process_time() - cpu,
+                **{k: clock[k] - before[k] for k in clock},
+                "epochs_run": metrics.get("losses/epochs"),
+                "policy_stats": {k: stats[k] - tokens_before.get(k, 0) for k in stats},
+                "flops": {k: v - flops_before.get(k, 0.0) for k, v in counter.flops.items()},
+                "return": metrics.get("charts/episodic_return"),
             }
         )
+    evaluation = None
+    if args.evaluate:
+        counter.phase = "eval"
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = trainer.evaluate()
+        evaluation = {
+            "kind": "exact" if trainer.uses_exact_eval() else "sampled",
+            "s": time.perf_counter() - wall,
+            "cpu_s": time.process_time() - cpu,
+            "value": result.get("mean_return"),
+            "summary": {k: v for k, v in result.items() if isinstance(v, (int, float, str))},
+        }
     counter.remove()
-    trained_span = span_params(base, cfg.lora.layers) if cfg.optim.train_backbone else 0
+    if trainer.logger is not None:
+        trainer.logger.close()
     return {
-        "env_id": env_id,
-        "config": name,
-        "path": path,
-        "fast_path_used": bool(trainer.policy.backend.trunk.store.entries),
-        "trunk_layers": counter.first if counter.first < counter.depth else 0,
-        "depth": counter.depth,
-        "train_config": {k: flat_view(cfg.to_dict())[k] for k in REPORTED_FIELDS},
-        "setup_s": setup_s,
+        "llmgym_file": llmgym.__file__,
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "settings": settings,
+        "params": sum(p.numel() for p in base.parameters()),
+        "trainable_params": sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
+        "first_trained_layer": counter.first_trained,
+        "layers": len(base.model.layers),
+        "setup": setup,
         "iterations": iterations,
-        "params": params,
-        "trainable_params": sum(p.numel() for p in trainer.trainable_parameters()),
-        "backward_span_params": trained_span,
-        "policy_stats_act": stats_act,
-        "tokens": dict(counter.counts),
-        "flops": dict(counter.flops),
+        "tokens": counter.tokens,
+        "evaluation": evaluation,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
 
-def summarize(r: dict[str, Any], peak: float) -> dict[str, Any]:
-    """Rates and FLOP shares of one configuration's measurements."""
-    its = r["iterations"]
-    steps = sum(i["env_steps"] for i in its)
-    act_s, update_s = sum(i["act_s"] for i in its), sum(i["update_s"] for i in its)
-    wall = act_s + update_s
-    act_cpu = sum(i.get("act_cpu_s", i["act_s"]) for i in its)
-    update_cpu = sum(i.get("update_cpu_s", i["update_s"]) for i in its)
-    t, f = r["tokens"], r["flops"]
-    s = r["policy_stats_act"]
-    act_tokens_stats = s["prompt_tokens"] + s["generated_tokens"]
-    act_tokens = t.get("act_grad", 0) + t.get("act_nograd", 0)
-    update_fwd = t.get("update_grad", 0) + t.get("update_nograd", 0)
-    grad_tokens = t.get("update_grad", 0) if r["backward_span_params"] else 0
-    act_flops = f.get("act_forward", 0.0) + f.get("act_backward", 0.0)
-    update_flops = f.get("update_forward", 0.0) + f.get("update_backward", 0.0)
-    gflops = (act_flops + update_flops) / wall / 1e9
+# ---------------------------------------------------------------------------------------------
+# The driver
+
+
+def git(*args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def worktree(sha: str) -> tuple[Path, bool]:
+    """A detached worktree of ``sha`` under /tmp (made if missing); whether it was made."""
+    path = Path(f"/tmp/llmgym-bench-{sha[:12]}")
+    if (path / "llmgym" / "__init__.py").exists():
+        return path, False
+    git("worktree", "add", "--detach", str(path), sha)
+    return path, True
+
+
+def summarize(row: dict[str, Any], peak: float) -> dict[str, Any]:
+    """End to end over iterations 2..N; acting and update per iteration; FLOP share."""
+    its = row["iterations"]
+    timed = its[1:] if len(its) > 1 else its
+    steps = sum(i["env_steps"] for i in timed)
+    wall = its[-1]["end"] - its[0]["end"] if len(its) > 1 else its[0]["s"]
+    n = len(timed)
+    act_s, upd_s = sum(i["act_s"] for i in timed), sum(i["update_s"] for i in timed)
+    act_cpu, upd_cpu = sum(i["act_cpu_s"] for i in timed), sum(i["update_cpu_s"] for i in timed)
+    cpu = sum(i["cpu_s"] for i in timed)
+    flops = sum(sum(i["flops"].values()) for i in timed)
+    epochs = [i["epochs_run"] for i in timed if i["epochs_run"] is not None]
     return {
+        "timed_iterations": n,
         "env_steps": steps,
+        "wall_s": wall,
+        "cpu_s": cpu,
         "env_steps_per_s": steps / wall,
-        "act_env_steps_per_s": steps / act_s,
-        "update_env_steps_per_s": steps / update_s,
-        "update_s": update_s,
-        "act_s": act_s,
-        "env_steps_per_cpu_s": steps / (act_cpu + update_cpu),
-        "update_env_steps_per_cpu_s": steps / update_cpu,
-        "update_cpu_s": update_cpu,
-        "act_cpu_s": act_cpu,
-        "update_share_of_time": update_s / wall,
-        "act_tokens_per_step_stats": act_tokens_stats / steps,
-        "act_tokens_per_step_hook": act_tokens / steps,
-        "cached_prompt_tokens_per_step": s["cached_tokens"] / steps,
-        "trunk_cached_act_tokens_per_step": s.get("trunk_cached_tokens", 0) / steps,
-        "update_forward_tokens_per_step": update_fwd / steps,
-        "update_layer_tokens_per_step": t.get("update_layer_tokens", 0) / r["depth"] / steps,
-        "update_backward_tokens_per_step": grad_tokens / steps,
-        "update_gflop_per_step": update_flops / steps / 1e9,
-        "model_gflop_per_s": gflops,
-        "flop_ceiling_fraction": gflops / peak,
-        "flop_ceiling_fraction_cpu": (act_flops + update_flops)
-        / (act_cpu + update_cpu)
-        / 1e9
-        / peak,
-        "act_gflop_per_s": act_flops / act_s / 1e9,
-        "update_gflop_per_s": update_flops / max(update_s, 1e-9) / 1e9,
+        "env_steps_per_cpu_s": steps / cpu,
+        "act_s_per_iteration": act_s / n,
+        "act_cpu_s_per_iteration": act_cpu / n,
+        "update_s_per_iteration": upd_s / n,
+        "update_cpu_s_per_iteration": upd_cpu / n,
+        "other_s_per_iteration": (wall - act_s - upd_s) / n,
+        "update_share": upd_s / wall,
+        "steps_per_iteration": steps / n,
+        "epochs_run": sum(epochs) / len(epochs) if epochs else None,
+        "iteration1_s": its[0]["s"],
+        "setup_s": row["setup"]["s"],
+        "gflop_per_step": flops / steps / 1e9,
+        "gflop_per_s": flops / wall / 1e9,
+        "share_of_peak": flops / wall / 1e9 / peak,
+        "share_of_peak_cpu_time": flops / cpu / 1e9 / peak,
     }
 
 
-def table(rows: list[dict[str, Any]]) -> str:
-    """The markdown table printed and stored in the JSON (``upd layer tok/step``: the update's
-    tokens times the decoder layers they ran through, over the model's depth)."""
+def best_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (model, mode, commit): the repeat with the most env steps per wall second, with
+    the best rate per CPU second among the repeats beside it."""
+    groups: dict[tuple, list] = {}
+    for r in rows:
+        groups.setdefault((r["model"], r["mode"], r["commit"]), []).append(r)
+    out = []
+    for group in groups.values():
+        best = max(group, key=lambda r: r["summary"]["env_steps_per_s"])
+        cpu = max(r["summary"]["env_steps_per_cpu_s"] for r in group)
+        evals = [r["evaluation"] for r in group if r.get("evaluation")]
+        out.append(
+            best
+            | {"repeats": len(group), "best_cpu_rate": cpu, "eval": evals[0] if evals else None}
+        )
+    order = {"tiny": 0, "smollm2-135m": 1}
+    return sorted(out, key=lambda r: (order.get(r["model"], 2), r["model"], r["mode"], r["order"]))
+
+
+def tables(rows: list[dict[str, Any]]) -> str:
+    best = best_rows(rows)
     lines = [
-        "| env | config | path | steps/s | act steps/s | update steps/s | update steps/CPU s "
-        "| update share "
-        "| act tok/step | upd fwd tok/step | upd layer tok/step | upd bwd tok/step "
-        "| upd GFLOP/step | GFLOP/s | of peak | of peak (CPU time) | RSS MB |",
+        "| model | mode | commit | repeats | timed its | steps/it | env-steps/s (wall) "
+        "| env-steps/CPU s | act s/it (CPU) | update s/it (CPU) | update share | epochs run "
+        "| setup s | iter 1 s | exact eval s (CPU) | GFLOP/step | of fp32 peak |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
+    for r in best:
         s = r["summary"]
+        ev = r["eval"]
+        evs = f"{ev['s']:.1f} ({ev['cpu_s']:.1f})" if ev else "not run"
         lines.append(
-            f"| {r['env_id']} | {r['config']} | {r.get('path', 'old')} | "
-            f"{s['env_steps_per_s']:.2f} | {s['act_env_steps_per_s']:.2f} | "
-            f"{s['update_env_steps_per_s']:.2f} | {s['update_env_steps_per_cpu_s']:.2f} | "
-            f"{100 * s['update_share_of_time']:.0f} % | "
-            f"{s['act_tokens_per_step_stats']:.1f} | {s['update_forward_tokens_per_step']:.1f} | "
-            f"{s['update_layer_tokens_per_step']:.1f} | "
-            f"{s['update_backward_tokens_per_step']:.1f} | {s['update_gflop_per_step']:.2f} | "
-            f"{s['model_gflop_per_s']:.1f} | {100 * s['flop_ceiling_fraction']:.1f} % | "
-            f"{100 * s['flop_ceiling_fraction_cpu']:.1f} % | "
-            f"{r['peak_rss_mb']:.0f} |"
+            f"| {r['model']} | {r['mode']} | {r['commit']} ({r['sha'][:7]}) | {r['repeats']} | "
+            f"{s['timed_iterations']} | {s['steps_per_iteration']:.0f} | "
+            f"{s['env_steps_per_s']:.2f} | {r['best_cpu_rate']:.2f} | "
+            f"{s['act_s_per_iteration']:.1f} ({s['act_cpu_s_per_iteration']:.1f}) | "
+            f"{s['update_s_per_iteration']:.1f} ({s['update_cpu_s_per_iteration']:.1f}) | "
+            f"{100 * s['update_share']:.0f} % | "
+            f"{s['epochs_run'] if s['epochs_run'] is None else round(s['epochs_run'], 1)} | "
+            f"{s['setup_s']:.1f} | {s['iteration1_s']:.1f} | {evs} | "
+            f"{s['gflop_per_step']:.3f} | {100 * s['share_of_peak']:.1f} % |"
         )
+    lines += ["", *ratio_table(best)]
     return "\n".join(lines)
 
 
-def speedups(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
-    """The new path against the old one for each (env, config) run both ways (a ``-bf16``
-    config against its fp32 config's old path where that ran): how many times faster the
-    update (update env steps/s) and the whole iteration (env steps/s) are."""
-    found = {(r["env_id"], r["config"], r.get("path")): r["summary"] for r in rows}
-    out = []
-    for (env_id, name, path), new in found.items():
-        old = found.get((env_id, name.removesuffix("-bf16"), "old")) or found.get(
-            (env_id, name, "old")
-        )
-        if path != "new" or old is None:
-            continue
-        out.append(
-            {
-                "env_id": env_id,
-                "config": name,
-                "update_speedup": new["update_env_steps_per_s"] / old["update_env_steps_per_s"],
-                "end_to_end_speedup": new["env_steps_per_s"] / old["env_steps_per_s"],
-                "update_speedup_cpu": new["update_env_steps_per_cpu_s"]
-                / old["update_env_steps_per_cpu_s"],
-                "end_to_end_speedup_cpu": new["env_steps_per_cpu_s"] / old["env_steps_per_cpu_s"],
-                "update_gflop_ratio": old["update_gflop_per_step"] / new["update_gflop_per_step"],
-            }
-        )
+def ratio_table(best: list[dict[str, Any]]) -> list[str]:
+    """The later commit against the first, per (model, mode): end to end by wall clock and
+    by CPU time, and the update alone."""
     lines = [
-        "| env | config | update x faster (wall) | (CPU) | end to end x faster (wall) | (CPU) "
-        "| update FLOPs / step, old/new |",
-        "|---|---|---|---|---|---|---|",
+        "| model | mode | ratio | end to end (wall) | end to end (CPU) | update (wall) "
+        "| update (CPU) | acting (wall) | acting (CPU) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    lines += [
-        f"| {o['env_id']} | {o['config']} | {o['update_speedup']:.2f} | "
-        f"{o['update_speedup_cpu']:.2f} | {o['end_to_end_speedup']:.2f} | "
-        f"{o['end_to_end_speedup_cpu']:.2f} | {o['update_gflop_ratio']:.2f} |"
-        for o in out
-    ]
-    return out, "\n".join(lines)
+    groups: dict[tuple, list] = {}
+    for r in best:
+        groups.setdefault((r["model"], r["mode"]), []).append(r)
+    for (model, mode), group in groups.items():
+        group.sort(key=lambda r: r["order"])
+        first = group[0]
+        for other in group[1:]:
+            a, b = first["summary"], other["summary"]
+            gain = {
+                k: (a[k] / a["steps_per_iteration"]) / (b[k] / b["steps_per_iteration"])
+                for k in (
+                    "update_s_per_iteration",
+                    "update_cpu_s_per_iteration",
+                    "act_s_per_iteration",
+                    "act_cpu_s_per_iteration",
+                )
+            }
+            lines.append(
+                f"| {model} | {mode} | {other['commit']} / {first['commit']} | "
+                f"{b['env_steps_per_s'] / a['env_steps_per_s']:.2f}x | "
+                f"{other['best_cpu_rate'] / first['best_cpu_rate']:.2f}x | "
+                f"{gain['update_s_per_iteration']:.2f}x | "
+                f"{gain['update_cpu_s_per_iteration']:.2f}x | "
+                f"{gain['act_s_per_iteration']:.2f}x | {gain['act_cpu_s_per_iteration']:.2f}x |"
+            )
+    return lines
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Training throughput of llmgym's PPO.")
-    parser.add_argument("--iterations", type=int, default=2)
-    parser.add_argument("--envs", nargs="+", default=list(ENVS), choices=list(ENVS))
-    parser.add_argument("--configs", nargs="+", default=list(CONFIGS)[:3], choices=list(CONFIGS))
-    parser.add_argument("--episodes", type=int, default=0, help="Episodes per iteration.")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", nargs="+", default=["tiny"], help="tiny, smollm2-135m, ...")
+    parser.add_argument("--modes", nargs="+", default=["score", "generate"])
+    parser.add_argument("--commits", nargs="+", default=["a2d92ac", "HEAD"])
+    parser.add_argument("--iterations", type=int, default=4, help="Iteration 1 is not timed.")
+    parser.add_argument("--repeats", type=int, default=1, help="Best of these, commits in turn.")
     parser.add_argument(
-        "--paths",
-        nargs="+",
-        default=["new"],
-        choices=["old", "new"],
-        help="old: the frozen-trunk fast path off; new: on (both: the same recipe twice).",
+        "--evaluate", nargs="*", default=[], help="Modes whose first repeat times one evaluation."
     )
-    parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (the trainer's).")
-    parser.add_argument("--quick", action="store_true", help="Tiny random model, 1 iteration.")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--append", action="store_true", help="Keep other (model, mode) rows.")
     parser.add_argument("--workdir", default="/tmp/llmgym-train-throughput")
-    parser.add_argument("--phase", help=argparse.SUPPRESS)
+    parser.add_argument("--keep-worktrees", action="store_true")
+    parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
+    parser.add_argument("--mode", help=argparse.SUPPRESS)
+    parser.add_argument("--output-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.quick:
-        args.model, args.iterations, args.episodes = "tiny", 1, args.episodes or 2
-    if args.phase:
-        env_id, name, path = args.phase.split(":")
-        print(json.dumps(phase(env_id, name, path, args)))
+    if args.measure:
+        args.evaluate = bool(args.evaluate)
+        print(json.dumps(measure(args)))
         return
 
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
-    described = machine(args.threads)
-    if args.device != "cpu":  # the trainer on a GPU; the GEMM peak below stays the CPU's
-        import torch
+    sys.path.insert(0, str(Path(__file__).parent))
+    from throughput import gemm_peak, machine
 
-        gpu = torch.cuda.get_device_name(torch.device(args.device))
-        described = described.replace("no GPU, ", "") + (
-            f"; the trainer on {args.device} ({gpu}): 'of peak' compares with the CPU's peak"
-        )
+    python = str(PYTHON if PYTHON.exists() else Path(sys.executable))
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads))
+    trees, made = {}, []
+    for name in args.commits:
+        sha = git("rev-parse", "--verify", f"{name}^{{commit}}")
+        path, new = worktree(sha)
+        trees[name] = (sha, path)
+        made += [path] if new else []
+    described = machine(args.threads)
     peaks = [gemm_peak(args.threads)]
     rows = []
-    for env_id in args.envs:
-        for name in args.configs:
-            for path in args.paths:
-                where = f"{env_id}:{name}:{path}"
-                command = [sys.executable, __file__, "--phase", where, *sys.argv[1:]]
-                done = subprocess.run(command, check=True, capture_output=True, text=True, env=env)
-                rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
-                peaks.append(gemm_peak(args.threads))
-                print(f"{env_id} {name} {path}: {rows[-1]['iterations']}", flush=True)
+    try:
+        for repeat in range(args.repeats):
+            for model in args.models:
+                for mode in args.modes:
+                    for order, name in enumerate(args.commits):
+                        sha, path = trees[name]
+                        out = Path(args.workdir) / f"{model}-{mode}-{sha[:7]}-{repeat}"
+                        evaluate = repeat == 0 and mode in args.evaluate
+                        command = [
+                            python, __file__, "--measure", "--model", model, "--mode", mode,
+                            "--threads", str(args.threads), "--iterations", str(args.iterations),
+                            "--output-dir", str(out), *(["--evaluate", "yes"] if evaluate else []),
+                        ]  # fmt: skip
+                        load = os.getloadavg()[0]
+                        start = time.perf_counter()
+                        done = subprocess.run(
+                            command, env=env | {"PYTHONPATH": str(path)}, cwd=path,
+                            capture_output=True, text=True,
+                        )  # fmt: skip
+                        if done.returncode:
+                            sys.stderr.write(done.stderr[-4000:])
+                            raise SystemExit(f"{model} {mode} {name}: exit {done.returncode}")
+                        row = json.loads(done.stdout.strip().splitlines()[-1])
+                        assert row["llmgym_file"].startswith(str(path)), row["llmgym_file"]
+                        row |= {
+                            "model": model, "mode": mode, "commit": name, "sha": sha,
+                            "order": order, "repeat": repeat, "load_at_start": load,
+                            "process_s": time.perf_counter() - start,
+                        }  # fmt: skip
+                        peaks.append(gemm_peak(args.threads))
+                        rows.append(row)
+                        its = ", ".join(
+                            f"{i['env_steps']} steps {i['s']:.1f} s" for i in row["iterations"]
+                        )
+                        ev = row["evaluation"]
+                        ev = f"; eval {ev['s']:.1f} s ({ev['value']})" if ev else ""
+                        print(
+                            f"[{repeat}] {model} {mode} {name}: setup {row['setup']['s']:.1f} s; "
+                            f"{its}{ev}; load {load:.1f}",
+                            flush=True,
+                        )
+    finally:
+        if not args.keep_worktrees:
+            for path in made:
+                git("worktree", "remove", "--force", str(path))
     peak = max(peaks)
     for r in rows:
         r["summary"] = summarize(r, peak)
-    text = table(rows)
-    gains, gains_text = speedups(rows)
     report = {
-        "model": args.model,
-        "algo": "ppo",
         "machine": described,
-        "device": args.device,
         "gemm_peak_gflop_per_s": peak,
         "gemm_peaks_measured": peaks,
+        "config": CONFIG,
+        "only_where_known": ONLY_WHERE_KNOWN,
+        "settings": {
+            k: v
+            for k, v in vars(args).items()
+            if k not in {"measure", "model", "mode", "output_dir"}
+        }
+        | {"output": str(args.output)},
+        "command": "python benchmarks/train_throughput.py " + " ".join(sys.argv[1:]),
         "flop_model": (
-            "forward: 2 x params x non-padding tokens of each decoder layer that computes (the "
-            "fast path's stubbed trunk layers do not; a forward stopped early skips the layers "
-            "above) + 2 x output-layer params per row of logits; backward, with gradient: 4 x "
-            "params x tokens of the decoder layers at or above the first trained one + 2 x "
-            "output-layer params per row of logits (frozen backbone: none). Attention scores, "
-            "norms, action/value heads are not counted."
+            "forward: 2 x params x non-padding tokens of each decoder layer that computes + 2 x "
+            "output-layer params per row of logits; with gradient, twice that again for the "
+            "layers at or above the first trained one and for the output layer. Attention "
+            "scores, norms, embeddings and the value head are not counted."
         ),
-        "settings": vars(args) | {"output": str(args.output), "common": COMMON},
-        "table": text,
-        "speedups": gains,
-        "speedup_table": gains_text,
         "results": rows,
     }
-    print(f"{args.model}; {described}; fp32 GEMM peak {peak:.0f} GFLOP/s")
-    print(text)
-    if gains:
-        print(gains_text)
+    if args.append and args.output.exists():
+        old = json.loads(args.output.read_text())
+        ran = {(r["model"], r["mode"]) for r in rows}
+        kept = [r for r in old["results"] if (r["model"], r["mode"]) not in ran]
+        report["earlier_runs"] = old.get("earlier_runs", []) + [
+            {k: old[k] for k in ("machine", "gemm_peak_gflop_per_s", "command") if k in old}
+        ]
+        report["results"] = kept + rows
+    report["table"] = tables(report["results"])
+    print(f"{described}; fp32 GEMM peak {peak:.0f} GFLOP/s (max of {len(peaks)})")
+    print(report["table"])
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
 

@@ -178,7 +178,7 @@ def test_sample_efficiency_sweep_records_every_variant_and_adds_the_chosen_one(t
 def test_train_throughput_quick_writes_every_configuration(tmp_path):
     out = tmp_path / "tt.json"
     _run(
-        "train_throughput.py",
+        "train_throughput_configs.py",
         "--quick",
         "--envs",
         "Text-Blackjack-v1",
