@@ -89,14 +89,15 @@ def map_seeds(name: str, size: int) -> list[int]:
         [13, 18, 20]
     """
     check_map_set(name, size)
-    return [seed for seed, desc in _generated(size) if map_kind(list(desc)) == name][
-        : MAP_SETS[name]
-    ]
+    kept = [seed for seed, desc in _generated(size) if map_kind(list(desc)) == name]
+    return kept[: MAP_SETS[name]]
 
 
 def maps_of(name: str, size: int) -> list[list[str]]:
     """The maps of a set, each as ``generate_random_map`` returns it (rows of S, F, H, G)."""
-    return [generate_random_map(size, p=FROZEN_P, seed=seed) for seed in map_seeds(name, size)]
+    check_map_set(name, size)
+    kept = [list(desc) for _, desc in _generated(size) if map_kind(list(desc)) == name]
+    return kept[: MAP_SETS[name]]
 
 
 @functools.cache
