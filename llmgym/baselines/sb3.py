@@ -268,8 +268,8 @@ def load_model(
 
     redo = f"delete it and run `llmgym baselines train {base_id} --algo {algo} --force`"
     try:
+        weights = load_file(str(path))  # first: a file that is not safetensors says so
         record = json.loads(path.with_suffix(".json").read_text())
-        weights = load_file(str(path))
     except (OSError, ValueError, SafetensorError) as error:
         why = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise AgentError(f"The cached baseline {path} is unreadable ({why}); {redo}.") from None
