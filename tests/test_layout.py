@@ -21,6 +21,7 @@ RANKS = {
     "files": 1,
     "parsing": 1,
     "config": 1,
+    "resources": 1,
     "describers": 1,
     "wrappers": 2,
     "envs": 3,

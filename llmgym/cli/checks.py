@@ -82,11 +82,13 @@ class OneLineErrors(TyperGroup):
         for stream in (sys.stdout, sys.stderr):  # a path of undecodable bytes prints escaped
             if isinstance(stream, io.TextIOWrapper):
                 stream.reconfigure(errors="backslashreplace")
+        given = args[0] if args else kwargs.get("args")
+        argv = list(sys.argv[1:] if given is None else given)
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)
         except click_errors.ClickException as error:
             if type(error).__name__ != "NoArgsIsHelpError":  # else the help is already shown
-                fail(usage_sentence(error), error.exit_code)
+                fail(usage_sentence(error, argv), error.exit_code)
             sys.exit(error.exit_code)
         except ABORTS:
             fail("Aborted.", 1)
@@ -94,9 +96,21 @@ class OneLineErrors(TyperGroup):
         sys.exit(code if isinstance(code, int) else 0)
 
 
-def usage_sentence(error: Any) -> str:
-    """A click usage error as one sentence that says where the options are listed."""
+def usage_sentence(error: Any, argv: list[str] | tuple[str, ...] = ()) -> str:
+    """A click usage error as one sentence that says where the options are listed; a NaN given
+    to a number option in ``argv`` is named as such (click's range check reads it as too big).
+
+    Example:
+        >>> import click
+        >>> option = click.Option(["--stop-after"], type=click.FloatRange(0, 10))
+        >>> error = click.BadParameter("Input should be less than or equal to 10", param=option)
+        >>> usage_sentence(error, ["serve", "--stop-after", "nan"])
+        "Invalid value for '--stop-after': nan is not a number."
+    """
     message = " ".join(error.format_message().split()) or type(error).__name__
+    nan = _nan_value(getattr(error, "param", None), argv)
+    if nan is not None:
+        message = f"Invalid value for '{error.param.opts[0]}': {nan} is not a number"
     if not message.endswith((".", "!", "?")):
         message += "."
     context = getattr(error, "ctx", None)
@@ -105,12 +119,33 @@ def usage_sentence(error: Any) -> str:
     return message
 
 
+def _nan_value(param: Any, argv: list[str] | tuple[str, ...]) -> str | None:
+    """The value of option ``param`` in ``argv`` when it is NaN (``nan``, ``-NaN``), else None."""
+    for i, arg in enumerate(argv):
+        for opt in getattr(param, "opts", ()):
+            value = arg[len(opt) + 1 :] if arg.startswith(opt + "=") else None
+            if arg == opt and i + 1 < len(argv):
+                value = argv[i + 1]
+            if value is not None and value.strip().lower().lstrip("+-") == "nan":
+                return value
+    return None
+
+
 def check_device(device: str) -> None:
-    """``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps`` (as ``run.device`` of the trainers)."""
+    """``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps`` (as ``run.device`` of the trainers),
+    and one this machine has."""
+    from llmgym.errors import ConfigError
     from llmgym.policy.config import DEVICES, is_device
 
     if not is_device(device):
         raise fail(f"Unknown --device {device!r}; use one of {', '.join(DEVICES)} or cuda:N.")
+    if device not in ("auto", "cpu"):
+        from llmgym.policy.models import check_device_available
+
+        try:
+            check_device_available(device)
+        except ConfigError as error:
+            raise fail(str(error)) from None
 
 
 def _writable_dir(path: Path, option: str) -> None:
@@ -151,8 +186,10 @@ def check_env_kwargs(env_id: str, env_kwargs: dict[str, Any]) -> None:
     (``llmgym.envs.registration.check_env_kwargs``)."""
     from llmgym.envs.registration import check_env_kwargs as check
     from llmgym.errors import ConfigError
+    from llmgym.resources import check_display
 
     try:
+        check_display(env_kwargs)
         check(env_id, env_kwargs)
     except ConfigError as error:
         raise fail(str(error)) from None

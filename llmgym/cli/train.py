@@ -155,6 +155,8 @@ def train_request(ctx: typer.Context) -> Any:
     given["run.progress"] = not p["no_progress"]
     if p["no_start_eval"]:
         given["eval.start"] = False
+    if _given(ctx, "output") and not p["output"].strip():
+        raise fail("--output '' names no directory; pass one, or leave --output out.")
     algo = p["algo"] if _given(ctx, "algo") else None
     env = p["env_id"].removeprefix("Text-")
     output = p["output"] or f"runs/{env}-{algo or 'ppo'}-{p['mode']}"

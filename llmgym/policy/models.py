@@ -31,6 +31,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 from llmgym.errors import ConfigError, ModelNotFoundError
+from llmgym.policy.model_files import damaged, read_model_config
+from llmgym.resources import ModelShape, check_fits
 
 DEFAULT_MODEL = "smollm2-135m"
 
@@ -133,15 +135,39 @@ def resolve_device(device: str = "auto") -> str:
     """
     if device not in ("auto", "cpu", "cuda", "mps") and not device.startswith("cuda:"):
         raise ConfigError(f"Unknown device {device!r}; use auto, cpu, cuda, cuda:N or mps.")
-    if device != "auto":
+    if device == "cpu":
         return device
     import torch
 
+    if device != "auto":
+        check_device_available(device)
+        return device
     if torch.cuda.is_available():
         return "cuda"
     if torch.backends.mps.is_available():
         return "mps"
     return "cpu"
+
+
+def check_device_available(device: str) -> None:
+    """Refuse, in one sentence, ``cuda``, ``cuda:N`` or ``mps`` where this machine has none."""
+    import torch
+
+    if device.startswith("cuda"):
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        index = int(device[5:]) if device.startswith("cuda:") else 0
+        if count == 0:
+            why = "torch here has no CUDA" if torch.version.cuda is None else "no GPU is visible"
+            raise ConfigError(
+                f"--device {device} needs an NVIDIA GPU, but {why}; use --device cpu (or auto)."
+            )
+        if index >= count:
+            raise ConfigError(
+                f"--device {device} names GPU {index}, but this machine has {count} "
+                f"(cuda:0 to cuda:{count - 1})."
+            )
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError("--device mps needs Apple's Metal (MPS); use --device cpu (or auto).")
 
 
 def resolve_dtype(dtype: Any, device: str) -> Any:
@@ -284,6 +310,10 @@ def load_model(
     torch_dtype = resolve_dtype(dtype, device)
     defaults = get_model_defaults(name_or_path)
     source, local_only = model_source(name_or_path)
+    shape = model_shape(name_or_path)
+    if shape is not None:  # before any weight is built (a config of 10**6 layers)
+        weights = shape.parameters() * torch_dtype.itemsize
+        check_fits({"the model's weights": weights}, hint=f"model {name_or_path!r} is too large")
     try:
         with _quiet_loading():
             tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
@@ -292,6 +322,8 @@ def load_model(
             )
     except (OSError, ValueError) as error:
         raise _not_loadable(name_or_path, error) from None
+    except Exception as error:  # safetensors' and huggingface_hub's errors subclass Exception
+        raise damaged(name_or_path, source, error) from None
     except pickle.UnpicklingError:  # torch.load(weights_only=True) refused: nothing was run
         raise ModelNotFoundError(
             f"The weights of model {name_or_path!r} are a pickle that holds more than tensors, "
@@ -320,6 +352,38 @@ def load_tokenizer(name_or_path: str = DEFAULT_MODEL) -> Any:
     if defaults.gguf is not None:
         tokenizer.name_or_path = defaults.hub_id
     return prepare_tokenizer(tokenizer)
+
+
+def model_shape(name_or_path: str = DEFAULT_MODEL) -> ModelShape | None:
+    """The sizes of a model from its ``config.json``, read without building it (``tiny``, a
+    local directory, the embedded model, a Hub id in the local cache); None for a Hub id not
+    downloaded yet. A damaged config is refused in a sentence naming the file.
+
+    Example:
+        >>> model_shape("tiny").num_hidden_layers
+        2
+    """
+    if name_or_path == "tiny":
+        from llmgym.policy.testing import tiny_model
+
+        return ModelShape.from_config(tiny_model()[0].config.to_dict(), "tiny")
+    source, _ = model_source(name_or_path)
+    path: Any = Path(source) / "config.json"
+    if isinstance(source, str):
+        from huggingface_hub import try_to_load_from_cache
+
+        try:
+            path = try_to_load_from_cache(source, "config.json")
+        except ValueError:
+            path = None
+        if not isinstance(path, str):
+            return None
+        path = Path(path)
+    elif not path.is_file():
+        raise ModelNotFoundError(
+            f"No config.json in {source}; pass a directory written by save_pretrained."
+        )
+    return ModelShape.from_config(read_model_config(path), str(path))
 
 
 def _not_loadable(name_or_path: str, error: Exception) -> ModelNotFoundError:
@@ -393,8 +457,9 @@ def load_model_for(
 
         model, tokenizer = tiny_model(seed=0)
         model = model.to(device=where, dtype=torch_dtype)
-    else:
-        model, tokenizer = load_model(name, device=device, dtype=torch_dtype)
+    else:  # torchrun's processes name theirs "cpu:0": load_model takes cpu, cuda, cuda:N, mps
+        name_of = str(where) if where.type == "cuda" else where.type
+        model, tokenizer = load_model(name, device=name_of, dtype=torch_dtype)
     if backbone == "random-init":
         from transformers import AutoModelForCausalLM
 
@@ -412,8 +477,10 @@ __all__ = [
     "ModelNotFoundError",
     "cache_dir",
     "get_model_defaults",
+    "check_device_available",
     "load_model",
     "load_tokenizer",
+    "model_shape",
     "model_source",
     "prepare_tokenizer",
     "resolve_device",

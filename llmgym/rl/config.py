@@ -34,6 +34,7 @@ from llmgym.config import Rule, check_fields, field_docs, rule
 from llmgym.envs.registration import check_env_kwargs
 from llmgym.errors import TrainingError
 from llmgym.policy.config import PolicySection, check_feature_layers, check_vllm_training
+from llmgym.resources import MAX_GROUP_SIZE, check_display
 from llmgym.rl.sections import (
     LEARNING_RATE,
     EvalSection,
@@ -95,7 +96,12 @@ ALGORITHM_RULES: dict[str, Rule] = {
     "value_hidden": Rule(min=1),
     "value_lr": LEARNING_RATE,
     "value_norm_decay": Rule(min=0, below=1),
-    "group_size": Rule(min=2, hint="GRPO's advantages are relative to a group"),
+    "group_size": Rule(
+        min=2,
+        test=lambda size: size <= MAX_GROUP_SIZE,
+        expect=f"at most {MAX_GROUP_SIZE:,}",
+        hint="GRPO's advantages are relative to a group",
+    ),
     "group_level": Rule(choices=("episode", "step")),
     "max_branch_depth": Rule(min=1),
     "baseline": Rule(choices=("batch", "ema", "none")),
@@ -190,6 +196,7 @@ class TrainConfig:
         check_feature_layers(self.policy, turns_scored=self.scores_turns)
         self._check_own_fields()
         if self.run.env_kwargs:  # the env is made once with them (a bad map name, a typo)
+            check_display(self.run.env_kwargs)
             check_env_kwargs(self.run.env_id, self.run.env_kwargs)
         check_vllm_training(self.policy, train_backbone=self.optim.train_backbone)
 

@@ -25,10 +25,18 @@ from typing import Any
 
 from llmgym.envs.registration import check_env_id
 from llmgym.errors import ConfigError
-from llmgym.policy.models import same_model
+from llmgym.policy.models import (
+    get_model_defaults,
+    model_shape,
+    resolve_device,
+    resolve_dtype,
+    same_model,
+)
+from llmgym.resources import PROMPT_TOKENS, RunSize, check_training
 from llmgym.rl import checkpoints, recipes
 from llmgym.rl.algorithms import ALGORITHMS, algorithm, legacy_algo
 from llmgym.rl.config import TrainConfig, canonical_key
+from llmgym.rl.weights import default_lora_targets
 
 #: Taken from the new command on ``--resume`` (the machine may differ, the server may have
 #: moved), where given; everything else is the run's own.
@@ -101,7 +109,58 @@ def plan_run(request: TrainRequest) -> RunPlan:
         values["env_kwargs"] = {**values.get("env_kwargs", {}), **request.env_kwargs}
     config = algorithm(algo).config_class().build(values | given)
     config.validate()  # every value and combination, before any model loads
+    check_machine(config, lora_layers_given=any(canonical_key(k) == "lora.layers" for k in given))
     return RunPlan(algo, config, recipe, _final_episodes(request, recipe), notes, overrides)
+
+
+def check_machine(config: TrainConfig, lora_layers_given: bool = False) -> None:
+    """What ``config`` asks of its model and this machine, before any model loads: the device
+    exists, the model's ``config.json`` reads, ``max_new_tokens`` fits the model's context,
+    ``lora.layers`` its depth (where given: the default takes every layer of a shallower
+    model), ``lora.r`` its target modules, and the run fits in memory (``llmgym.resources``).
+
+    Example:
+        >>> config = TrainConfig.build({"model": "tiny", "lora.layers": 3})
+        >>> check_machine(config)
+        >>> check_machine(config, lora_layers_given=True)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        llmgym.errors.ConfigError: lora.layers is 3 but model tiny has 2 layers; use at most 2 ...
+    """
+    device = resolve_device(config.run.device)
+    policy, lora = config.policy, config.lora
+    shape = model_shape(policy.model)
+    if shape is None:  # a Hub id not downloaded yet: its loading checks the weights' size
+        return
+    new_tokens = policy.max_new_tokens or get_model_defaults(policy.model).max_new_tokens
+    if shape.context and new_tokens > shape.context:
+        raise ConfigError(
+            f"max_new_tokens is {new_tokens:,} but model {policy.model} reads at most "
+            f"{shape.context:,} tokens (its max_position_embeddings); use at most that."
+        )
+    trains = "lora" if lora.enabled else "full"
+    trains = trains if config.optim.train_backbone else "frozen"
+    if trains == "lora" and lora_layers_given and lora.layers > shape.num_hidden_layers:
+        raise ConfigError(
+            f"lora.layers is {lora.layers} but model {policy.model} has "
+            f"{shape.num_hidden_layers} layers; use at most {shape.num_hidden_layers} "
+            "(0: every layer)."
+        )
+    group = getattr(config, "group_size", 1)  # GRPO plays whole groups
+    dtype = resolve_dtype(None if policy.dtype == "auto" else policy.dtype, device)
+    size = RunSize(
+        dtype_bytes=dtype.itemsize,
+        trains=trains,
+        lora_r=lora.r,
+        lora_targets=lora.target_modules or default_lora_targets(policy.model),
+        lora_layers=lora.layers,
+        episodes=max(1, config.run.episodes_per_update // group) * group,
+        prompt_tokens=PROMPT_TOKENS * (1 + policy.history),
+        new_tokens=new_tokens if policy.mode == "generate" else 8,
+        num_envs=config.run.num_envs,
+        micro_batch=config.optim.micro_batch_size,
+    )
+    check_training(shape, size)
 
 
 def _final_episodes(request: TrainRequest, recipe: recipes.Recipe | None) -> int:
@@ -181,6 +240,7 @@ def _resumed(request: TrainRequest) -> RunPlan:
     values = saved | taken | {"output_dir": request.output}  # the run may have been moved
     config = algorithm(algo).config_class().from_dict(values)
     config.validate()
+    check_machine(config)
     ignored = checkpoints.not_applied(saved, {k: v for k, v in given.items() if k not in taken})
     recipe_name = config.run.recipe
     notes = [
@@ -197,4 +257,4 @@ def _resumed(request: TrainRequest) -> RunPlan:
     return RunPlan(algo, config, recipe, final, notes, ignored=ignored)
 
 
-__all__ = ["RunPlan", "TrainRequest", "plan_run"]
+__all__ = ["RunPlan", "TrainRequest", "check_machine", "plan_run"]

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from llmgym.config import Checked, Rule, rule
 from llmgym.policy.config import is_device
+from llmgym.resources import MAX_EPISODES_PER_UPDATE
 from llmgym.rollout import MAX_ENVS, MAX_EPISODES, MAX_TIMESTEPS
 
 #: Learning rates above this are refused (AdamW moves each weight by about the rate a step; the
@@ -63,7 +64,7 @@ class RunSection(Checked):
     """Stop after this many env steps (whichever of this and ``total_episodes`` comes first)."""
     total_episodes: int = field(default=0, metadata=capped(MAX_EPISODES, min=0))
     """Stop after this many training episodes (0 = no episode limit)."""
-    episodes_per_update: int = field(default=32, metadata=rule(min=1))
+    episodes_per_update: int = field(default=32, metadata=capped(MAX_EPISODES_PER_UPDATE, min=1))
     """Complete episodes collected per iteration (each iteration ends with one update)."""
     seed: int = field(default=0, metadata=rule(min=0, max=MAX_SEED))
     """Seed for torch/numpy/python RNGs; the i-th training env seed is ``seed * 100_003 + i``."""
@@ -104,11 +105,15 @@ class LoraSection(Checked):
     """LoRA scaling numerator (scale = alpha / r)."""
     dropout: float = field(default=0.0, metadata=rule(min=0, below=1))
     """LoRA dropout (0 keeps logprobs of a sample identical between rollout and update)."""
-    target_modules: list[str] | None = None
+    target_modules: list[str] | None = field(
+        default=None,
+        metadata=rule(test=bool, expect="a non-empty list of module names (null: the model's)"),
+    )
     """Modules LoRA adapts; None = the model registry's default for this model."""
     layers: int = field(default=8, metadata=rule(min=0))
-    """LoRA only in the last N transformer layers (0 = all layers). Backward then stops below
-    them: ~3x cheaper updates on CPU, enough capacity for small action spaces."""
+    """LoRA only in the last N transformer layers (0 = all layers; the default takes every
+    layer of a shallower model, a value set above the model's depth is refused). Backward then
+    stops below them: ~3x cheaper updates on CPU, enough capacity for small action spaces."""
     init: str = field(default="random", metadata=rule(choices=("random", "states")))
     """A's start (B is 0): ``random`` (peft's) or ``states``, the directions in which the first
     batch's states differ (:func:`llmgym.rl.weights.init_lora_from_states`)."""
@@ -176,7 +181,7 @@ class SFTSection(Checked):
         default="none", metadata=rule(test=_demo_source, expect="none, auto or a file")
     )
     """Warm start: ``none``, ``auto`` (demos from an expert on this env) or a JSONL file."""
-    episodes: int = field(default=200, metadata=rule(min=1))
+    episodes: int = field(default=200, metadata=capped(MAX_EPISODES, min=1))
     """``source=auto``: expert episodes rolled out through the describer for demos."""
     epochs: int = field(default=8, metadata=rule(min=0))
     """Passes over the SFT demos."""
