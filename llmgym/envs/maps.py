@@ -7,7 +7,6 @@ order (a frequent map may recur, as often as the generator draws it). ``FrozenLa
 loads map ``seed % len(maps)`` on ``reset(seed=seed)``: seeds 0..N-1 play every map once.
 
 Example:
-    >>> import gymnasium as gym
     >>> env = FrozenLakeMapsEnv("heldout", 4)
     >>> _ = env.reset(seed=3)
     >>> env.map_index, env.desc.shape
@@ -119,7 +118,6 @@ class FrozenLakeMapsEnv(FrozenLakeEnv):
         is_slippery: bool = False,
         render_mode: str | None = None,
     ) -> None:
-        check_map_set(map_set, map_size)
         self.maps = maps_of(map_set, map_size)
         self.map_index = 0
         super().__init__(render_mode=render_mode, desc=self.maps[0], is_slippery=is_slippery)
