@@ -45,6 +45,8 @@ def _broken(good: Path, tmp: Path, kind: str) -> Path:
         (path / "model.safetensors").write_bytes(weights[: len(weights) // 2])
     elif kind == "negative":
         (path / "config.json").write_text(json.dumps(config | {"hidden_size": -5}))
+    elif kind == "indivisible":  # transformers refuses it: 66 is no multiple of the 4 heads
+        (path / "config.json").write_text(json.dumps(config | {"hidden_size": 66}))
     elif kind == "pickled":
         (path / "config.json").write_bytes(pickle.dumps(config))
     elif kind == "deep":
@@ -124,6 +126,7 @@ def test_a_run_above_the_memory_available_is_refused(tmp_path, monkeypatch, no_t
         ("truncated", "The weights file {dir}/model.safetensors cannot be read"),
         ("negative", "{dir}/config.json sets hidden_size to -5, not a positive whole number"),
         ("pickled", "{dir}/config.json is not JSON text (it holds binary data"),
+        ("indivisible", "({dir}/config.json) is refused: Class validation error"),
         ("deep", "the model's weights 148.0 GB"),
     ],
 )

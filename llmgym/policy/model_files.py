@@ -15,24 +15,21 @@ from llmgym.errors import ModelNotFoundError
 MAX_CONFIG_BYTES = 1 << 24
 
 
-def damaged(name_or_path: str, source: str | Path, error: Exception) -> Exception:
-    """The error of a model that failed to load from a damaged file, in a sentence naming the
-    file (a truncated safetensors file, a config.json transformers refuses); else ``error``."""
-    kind = type(error).__name__
-    why = str(error).splitlines()[0][:160]
-    if kind == "SafetensorError":
+def damaged(name_or_path: str, source: str | Path, error: Exception) -> ModelNotFoundError:
+    """The error of a model that failed to load from a damaged file (a truncated safetensors
+    file, a config.json that transformers refuses), in a sentence naming the file."""
+    why = " ".join(str(error).split())[:200]
+    if type(error).__name__ == "SafetensorError":
         path = unreadable_weights(source)
         return ModelNotFoundError(
             f"The weights file {path or 'of model ' + repr(name_or_path)} cannot be read ({why}); "
             "it is truncated or damaged: save or download the model again."
         )
-    if kind.startswith("StrictDataclass"):
-        where = Path(source) / "config.json" if Path(source).is_dir() else "its config.json"
-        return ModelNotFoundError(
-            f"The config of model {name_or_path!r} ({where}) is refused: "
-            f"{' '.join(str(error).split())[:200]}; fix the file or save the model again."
-        )
-    return error
+    where = Path(source) / "config.json" if Path(source).is_dir() else "its config.json"
+    return ModelNotFoundError(
+        f"The config of model {name_or_path!r} ({where}) is refused: {why}; fix the file or "
+        "save the model again."
+    )
 
 
 def unreadable_weights(source: str | Path) -> Path | None:

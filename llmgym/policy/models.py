@@ -304,6 +304,8 @@ def load_model(
 
     Raises ``ModelNotFoundError`` (one sentence saying what to do) when it cannot be found.
     """
+    from huggingface_hub.errors import StrictDataclassError
+    from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     device = resolve_device(device)
@@ -322,14 +324,14 @@ def load_model(
             )
     except (OSError, ValueError) as error:
         raise _not_loadable(name_or_path, error) from None
-    except Exception as error:  # safetensors' and huggingface_hub's errors subclass Exception
-        raise damaged(name_or_path, source, error) from None
     except pickle.UnpicklingError:  # torch.load(weights_only=True) refused: nothing was run
         raise ModelNotFoundError(
             f"The weights of model {name_or_path!r} are a pickle that holds more than tensors, "
             "which llmgym does not load (nothing in it was run); save them as safetensors "
             "(save_pretrained) and pass the directory again."
         ) from None
+    except (SafetensorError, StrictDataclassError) as error:  # a damaged file: named
+        raise damaged(name_or_path, source, error) from None
     prepare_tokenizer(tokenizer, model)
     if defaults.gguf is not None:  # so get_model_defaults(model.config._name_or_path) finds it
         model.config._name_or_path = defaults.hub_id
