@@ -28,9 +28,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv
 
 from llmgym.baselines.base import BaselineAgent, format_action
 from llmgym.baselines.planning import blackjack_solution, solve_tabular
+from llmgym.envs.maps import FrozenLakeMapsEnv
 from llmgym.envs.registration import DEFAULT_MAX_STEPS, base_env_id, make_eval_env
 from llmgym.errors import AgentError, UnsupportedEnvError
 
@@ -106,7 +108,8 @@ class RandomAgent(BaselineAgent):
             )
         if self.names or not all(info.get("valid_actions") for info in infos):
             return [
-                format_action(self._sample(space), self.names, self.start) for space, _ in streams
+                format_action(self._sample(space), self.names_for(info), self.start)
+                for (space, _), info in zip(streams, infos)
             ]
         return [
             json.dumps({"action": info["valid_actions"][rng.integers(len(info["valid_actions"]))]})
@@ -123,6 +126,58 @@ class PolicyAgent(BaselineAgent):
 
     def act(self, raw_obs: Any) -> Any:
         return self.policy(raw_obs)
+
+
+class MapPlanner(BaselineAgent):
+    """The optimal agent of a FrozenLake map set (``llmgym.envs.maps``), whose map changes at
+    each reset: it plans by value iteration (``solve_tabular``, under the env's step cap) on
+    the map each observation is on, read from ``info["map"]`` (which the map-set env and the
+    exact evaluator write), and caches one plan per map. ``act(raw_obs)`` alone plans on the
+    current map of the env it was made with.
+
+    Example:
+        >>> import llmgym
+        >>> env = gym.make("Text-FrozenLakeMaps4x4-Heldout-v0")
+        >>> agent = make_baseline("optimal", "Text-FrozenLakeMaps4x4-Heldout-v0")
+        >>> obs, info = env.reset(seed=5)
+        >>> done = False
+        >>> while not done:
+        ...     obs, reward, terminated, truncated, info = env.step(agent.act_text(obs, info))
+        ...     done = terminated or truncated
+        >>> reward, info["map_index"]
+        (1.0, 5)
+    """
+
+    name = "optimal"
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.lake = env.unwrapped
+        self.is_slippery = bool(self.lake.is_slippery)
+        self.horizon = env.spec.max_episode_steps if env.spec is not None else None
+        self._plans: dict[tuple[str, ...], np.ndarray] = {}
+
+    def plan(self, rows: Sequence[str]) -> np.ndarray:
+        """The base action in each state of the map ``rows`` (rows of S, F, H, G)."""
+        key = tuple(str(row) for row in rows)
+        if key not in self._plans:
+            lake = FrozenLakeEnv(desc=list(key), is_slippery=self.is_slippery)
+            self._plans[key] = solve_tabular(lake.P, lake.initial_state_distrib, self.horizon)[0]
+        return self._plans[key]
+
+    def act(self, raw_obs: Any) -> int:
+        return int(self.plan(self.lake.maps[self.lake.map_index])[int(raw_obs)])
+
+    def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
+        if not all("map" in info for info in infos):
+            raise AgentError(
+                "The optimal agent of a map set plans on info['map'], which this env's info "
+                "lacks; play it on a FrozenLakeMaps env."
+            )
+        actions = [int(self.plan(info["map"])[int(info["raw_obs"])]) for info in infos]
+        return [
+            format_action(a, self.names_for(info), self.start) for a, info in zip(actions, infos)
+        ]
 
 
 def _blackjack(env: gym.Env) -> Callable[[Any], int]:
@@ -214,7 +269,8 @@ def make_baseline(name: str, env_id: str, seed: int = 0, **env_kwargs: Any) -> B
     language-native id is its own base). The LLM agents and the registry of all agent names
     live in ``llmgym.agents.registry.make_agent``.
 
-    Names: ``random`` (seeded), ``optimal`` (exact or heuristic, see ``OPTIMAL``),
+    Names: ``random`` (seeded), ``optimal`` (exact or heuristic, see ``OPTIMAL``; on a
+    FrozenLake map set, ``MapPlanner``, which plans on each episode's map),
     ``sb3-ppo``/``sb3-dqn``/``sb3-a2c`` (trained on the base env and cached, see
     ``llmgym.baselines.sb3``). ``seed`` seeds the random agent; SB3 agents are the models trained
     with seed 0. ``env_kwargs`` go to ``gym.make`` of the base env.
@@ -241,6 +297,8 @@ def make_baseline(name: str, env_id: str, seed: int = 0, **env_kwargs: Any) -> B
     env = gym.make(base_id, **env_kwargs)
     if name == "random":
         return RandomAgent(env, seed)
+    if isinstance(env.unwrapped, FrozenLakeMapsEnv):
+        return MapPlanner(env)
     build = OPTIMAL.get(type(env.unwrapped).__name__)
     if build is None:
         raise UnsupportedEnvError(
@@ -255,6 +313,7 @@ __all__ = [
     "EXPERTS",
     "OPTIMAL",
     "BaselineAgent",
+    "MapPlanner",
     "PolicyAgent",
     "RandomAgent",
     "base_env_id",

@@ -11,6 +11,15 @@ Example:
     >>> obs, info = env.reset(seed=0)
     >>> Left(env).act_batch([obs], [info])
     ['{"action": "LEFT"}']
+
+    Answers use the names of the env that wrote ``info`` (``info["valid_actions"]``), so a
+    variant with renamed actions is answered in its own names, each meaning the same action id:
+
+    >>> env = gym.make("Text-CartPole-v1", action_names="alt")
+    >>> obs, info = env.reset(seed=0)
+    >>> answer = Left(env).act_batch([obs], [info])[0]
+    >>> answer != '{"action": "LEFT"}', env.step(answer)[-1]["parse"]["action"]
+    (True, 0)
 """
 
 from __future__ import annotations
@@ -77,9 +86,28 @@ class BaselineAgent:
         """The action string for a text observation, read from ``info["raw_obs"]``."""
         return self.act_batch([obs_text], [info])[0]
 
+    def names_for(self, info: dict[str, Any]) -> Sequence[str] | None:
+        """The action names to answer with in the env that wrote ``info``: its own
+        ``info["valid_actions"]`` (in action-id order, so a renamed variant, e.g.
+        ``action_names="alt"``, is answered in its names) where it lists one name per action,
+        else the base env's curated names.
+
+        Example:
+            >>> import gymnasium as gym, llmgym
+            >>> agent = BaselineAgent(gym.make("Blackjack-v1"))
+            >>> agent.names_for({"valid_actions": ["stand", "draw"]}), agent.names_for({})
+            (['stand', 'draw'], ['stick', 'hit'])
+        """
+        own = info.get("valid_actions")
+        if self.names and own and len(own) == len(self.names):
+            return own
+        return self.names
+
     def act_batch(self, observations: Sequence[str], infos: Sequence[dict[str, Any]]) -> list[str]:
         actions = self.act_many([info["raw_obs"] for info in infos])
-        return [format_action(a, self.names, self.start) for a in actions]
+        return [
+            format_action(a, self.names_for(info), self.start) for a, info in zip(actions, infos)
+        ]
 
     def reset(self, indices: Sequence[int] | None = None) -> None:
         """Reference agents are memoryless."""
