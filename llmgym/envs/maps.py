@@ -123,6 +123,19 @@ class FrozenLakeMapsEnv(FrozenLakeEnv):
         super().__init__(render_mode=render_mode, desc=self.maps[0], is_slippery=is_slippery)
         self.is_slippery = is_slippery
 
+    def map_info(self) -> dict[str, Any]:
+        """What ``reset`` and ``step`` add to ``info``: ``map_index`` (the map's place in the
+        set) and ``map`` (its rows of S, F, H, G), so an agent can plan on the map it is on
+        (the optimal agent does; the exact evaluator writes them into its infos too).
+
+        Example:
+            >>> env = FrozenLakeMapsEnv("heldout", 4)
+            >>> _, info = env.reset(seed=0)
+            >>> info["map_index"], info["map"] == env.maps[0], sorted(info)
+            (0, True, ['map', 'map_index', 'prob'])
+        """
+        return {"map_index": self.map_index, "map": list(self.maps[self.map_index])}
+
     def load_map(self, index: int) -> None:
         """Play map ``index`` of the set from now on (the start cell is always the top-left)."""
         lake = _lake(tuple(self.maps[index]), self.is_slippery)
@@ -136,7 +149,12 @@ class FrozenLakeMapsEnv(FrozenLakeEnv):
         gym.Env.reset(self, seed=seed)
         n = len(self.maps)
         self.load_map(seed % n if seed is not None else int(self.np_random.integers(n)))
-        return super().reset(options=options)
+        state, info = super().reset(options=options)
+        return state, {**info, **self.map_info()}
+
+    def step(self, action: int) -> tuple[int, float, bool, bool, dict[str, Any]]:
+        state, reward, terminated, truncated, info = super().step(action)
+        return state, reward, terminated, truncated, {**info, **self.map_info()}
 
 
 def register_map_sets() -> None:

@@ -165,8 +165,8 @@ def state_texts(
 ) -> list[tuple[Any, str, dict[str, Any]]]:
     """``(raw_obs, observation, info)`` for every distinct observation an episode can show,
     as the text env writes them (``info``: ``system_prompt``, ``valid_actions``, ``raw_obs``,
-    and Taxi's ``action_mask``; the path-dependent ``prob`` and ``parse`` are left out); on a
-    map set, those of every map in turn."""
+    Taxi's ``action_mask``, a map set's ``map_index`` and ``map``; the path-dependent
+    ``prob`` and ``parse`` are left out); on a map set, those of every map in turn."""
     env, reason = _make(env_id, env_kwargs)
     if env is None:
         raise ConfigError(reason)
@@ -209,6 +209,8 @@ def _table(env: gym.Env, key: Callable[[Any], Any]) -> _Table:
         raw = obs_of(state)
         if key(raw) not in rows:
             extra = {"action_mask": base.action_mask(state)} if hasattr(base, "action_mask") else {}
+            if isinstance(base, FrozenLakeMapsEnv):  # the map, as the env's own info has it
+                extra.update(base.map_info())
             rows[key(raw)] = (raw, observe.observation(raw), observe.with_prompt(extra, raw))
     return _Table(P, start, obs_of, states, rows, key)
 
