@@ -153,7 +153,8 @@ def evaluate_exact(
     **agent_options: Any,
 ) -> dict[str, Any]:
     """The exact expected return of ``agent``'s greedy policy (``llmgym.evaluation.exact``) as
-    ``evaluate``'s summary dict, with ``exact: True``, ``ci95: 0`` and no episodes.
+    ``evaluate``'s summary dict, with ``exact: True``, ``ci95: 0``, no episodes, and ``maps``
+    (the maps of a FrozenLake map set the mean is over; 1 elsewhere).
 
     Example:
         >>> r = evaluate_exact("Text-FrozenLake-v1", "optimal", env_kwargs={"is_slippery": False})
@@ -185,6 +186,7 @@ def evaluate_exact(
         "ci95": 0.0,
         "episodes": 0,
         "states": exact.states,
+        "maps": exact.maps,
         "horizon": exact.horizon,
         "parse_rate": exact.parse_rate,
         "wall_s": time.perf_counter() - start,
@@ -204,12 +206,21 @@ def format_result(result: dict[str, Any]) -> str:
         ...     "mean_length": 2.0}))
         random on E: mean return +0.500 ± 0.250 (95% CI, 4 episodes, mean length 2.0)
         parse rate 100.0%, 10.0 env-steps/s
+        >>> print(format_result({"env_id": "M", "agent": "optimal", "exact": True, "maps": 57,
+        ...     "states": 700, "mean_return": 1.0, "parse_rate": 1.0, "horizon": 30}))
+        optimal on M: exact return +1.0000 ± 0 (exact mean over 57 maps (700 states), 30-step cap)
+        parse rate 100.0% of states
     """
     if result.get("exact"):
+        maps = int(result.get("maps", 1))
+        over = (
+            f"exact mean over {maps} maps ({result['states']} states)"
+            if maps > 1
+            else f"exact, greedy policy over {result['states']} states"
+        )
         return (
             f"{result['agent']} on {result['env_id']}: exact return {result['mean_return']:+.4f} "
-            f"± 0 (exact, greedy policy over {result['states']} states, "
-            f"{result['horizon']}-step cap)\n"
+            f"± 0 ({over}, {result['horizon']}-step cap)\n"
             f"parse rate {100 * result['parse_rate']:.1f}% of states"
         )
     return (
