@@ -108,6 +108,7 @@ def play(request: BenchRequest, console: Console | None = None) -> None:
             keep_rows=False,
             on_episode=shown.on_episode,
             on_skip=shown.on_skip,
+            env_kwargs=request.env_kwargs or None,
         )
         if request.ray is None:
             run_bench(request.env_ids, request.agents, on_cell=shown.on_cell, **common)

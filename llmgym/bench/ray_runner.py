@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import itertools
+import json
 import socket
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -102,43 +103,56 @@ def check_head(address: str | None, timeout: float = CONNECT_TIMEOUT_S) -> None:
         )
 
 
-def cached_agent(name: str, env_id: str, seed: int) -> TextAgent:
+def cached_agent(
+    name: str, env_id: str, seed: int, env_kwargs: dict[str, Any] | None = None
+) -> TextAgent:
     """This process's agent for a cell, built on first use. LLM agents do not depend on the
-    env, so one per spec serves every env (one loaded model per worker)."""
-    key = (name, None if name.partition(":")[0] == "llm" else env_id, seed)
+    env, so one per spec serves every env (one loaded model per worker); a baseline is built
+    per env and env kwargs (``bench_agent``)."""
+    env_key = None if name.partition(":")[0] == "llm" else env_id
+    key = (name, env_key, seed, json.dumps(env_kwargs or {}, sort_keys=True))
     if key not in _AGENTS:
-        _AGENTS[key] = bench_agent(name, env_id, seed)
+        _AGENTS[key] = bench_agent(name, env_id, seed, env_kwargs)
     return _AGENTS[key]
 
 
 def play_chunk(
-    env_id: str, agent_name: str, seeds: Sequence[int], seed: int, batch_size: int
+    env_id: str,
+    agent_name: str,
+    seeds: Sequence[int],
+    seed: int,
+    batch_size: int,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A task: ``{"rows": [...]}`` for the episodes ``seeds``, or ``{"skip": reason}`` when
     the agent cannot play the env."""
     try:
-        agent = cached_agent(agent_name, env_id, seed)
+        agent = cached_agent(agent_name, env_id, seed, env_kwargs)
     except UnsupportedEnvError as err:
         return {"skip": str(err)}
     rows: list[dict[str, Any]] = []
-    run_episodes(env_id, agent, seeds, rows.append, batch_size)
+    run_episodes(env_id, agent, seeds, rows.append, batch_size, env_kwargs)
     return {"rows": rows}
 
 
-def exact_chunk(env_id: str, agent_name: str, seed: int) -> dict[str, Any]:
+def exact_chunk(
+    env_id: str, agent_name: str, seed: int, env_kwargs: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A task: ``{"exact": exact_row}`` for a cell, or ``{"skip": reason}``."""
     try:
-        agent = cached_agent(agent_name, env_id, seed)
+        agent = cached_agent(agent_name, env_id, seed, env_kwargs)
     except UnsupportedEnvError as err:
         return {"skip": str(err)}
-    return {"exact": exact_row(env_id, agent_name, agent)}
+    return {"exact": exact_row(env_id, agent_name, agent, env_kwargs)}
 
 
-def _cache_sb3(agent_name: str, env_id: str, seed: int) -> None:
+def _cache_sb3(
+    agent_name: str, env_id: str, seed: int, env_kwargs: dict[str, Any] | None = None
+) -> None:
     """Train (or load) an SB3 agent's model once on the driver, so its file is cached before
     the workers build the agent; a cell the agent cannot play is left to the task to skip."""
     try:
-        bench_agent(agent_name, env_id, seed)
+        bench_agent(agent_name, env_id, seed, env_kwargs)
     except UnsupportedEnvError:
         pass
 
@@ -171,8 +185,10 @@ def run_bench_ray(
     on_episode: Callback | None = None,
     on_skip: Callable[[str, str, str], None] | None = None,
     keep_rows: bool = True,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """``llmgym.bench.runner.run_bench`` with the cells' chunks as Ray tasks; the new rows.
+    ``env_kwargs`` make every env, as in ``run_bench``.
 
     Uses the Ray session already started in this process, else ``ray.init(address=address)``
     (``None``: the cluster ``RAY_ADDRESS`` names, else the one this machine runs, else a new
@@ -213,15 +229,16 @@ def run_bench_ray(
             todo = pending_seeds(env_ids, agents, episodes, seed, log.done)
             for env_id, agent_name in todo:
                 if agent_name.startswith("sb3"):
-                    _cache_sb3(agent_name, env_id, seed)
+                    _cache_sb3(agent_name, env_id, seed, env_kwargs)
 
             def tasks() -> Iterator[tuple[Any, tuple[str, str]]]:
                 for (env_id, agent_name), seeds in todo.items():
                     cell = (env_id, agent_name)
                     for part in chunks(seeds, chunk_size or batch_size):
-                        yield play.remote(env_id, agent_name, part, seed, batch_size), cell
-                    if wants_exact(env_id, agent_name, log.exact_done):
-                        yield exact.remote(env_id, agent_name, seed), cell
+                        args = (env_id, agent_name, part, seed, batch_size, env_kwargs)
+                        yield play.remote(*args), cell
+                    if wants_exact(env_id, agent_name, log.exact_done, env_kwargs):
+                        yield exact.remote(env_id, agent_name, seed, env_kwargs), cell
 
             submit = tasks()
             pending.update(itertools.islice(submit, MAX_IN_FLIGHT))

@@ -5,6 +5,10 @@ rate, env-steps/s and the agent's training env steps, as markdown and as two PNG
 Where the env allows it, ``exact`` is the exact expected return of the agent's greedy policy
 (``exact.jsonl``, from ``llmgym.evaluation.exact``), next to the sampled mean.
 
+A bench run with env kwargs (``llmgym bench --env-kwarg action_names=alt``) labels its envs
+with them (``Text-Blackjack-v1 [action_names=alt]``, see ``env_label``) and counts only the
+rows made with them, so a variant's rows never read as the plain env's.
+
 Normalized score = (mean - random) / (best reference - random), per env: ``random`` is the
 mean of the ``random`` agent on the same seeds, ``best reference`` the best mean among the
 reference agents (``optimal`` and ``sb3-*``) on the same seeds. Where those rows are missing,
@@ -78,6 +82,38 @@ class CellStats:
     steps_per_s: float
     exact: float | None = None
     training: TrainingCost | None = None
+    #: The env kwargs the bench made the env with, as ``env_label`` writes them ("" if none).
+    variant: str = ""
+
+    @property
+    def label(self) -> str:
+        """The env as the leaderboard names it: its id, then its env kwargs in brackets."""
+        return f"{self.env_id} [{self.variant}]" if self.variant else self.env_id
+
+
+def variant_text(env_kwargs: dict[str, Any] | None) -> str:
+    """Env kwargs as a leaderboard label writes them: ``KEY=VALUE``, comma-separated.
+
+    Example:
+        >>> variant_text({"action_names": "alt", "shuffle_actions": True}), variant_text(None)
+        ('action_names=alt, shuffle_actions=true', '')
+    """
+    import json
+
+    return ", ".join(
+        f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in (env_kwargs or {}).items()
+    )
+
+
+def env_label(env_id: str, env_kwargs: dict[str, Any] | None = None) -> str:
+    """An env's name in the leaderboard: its id, with the bench's env kwargs in brackets.
+
+    Example:
+        >>> env_label("Text-Blackjack-v1", {"action_names": "alt"}), env_label("Text-Taxi-v4")
+        ('Text-Blackjack-v1 [action_names=alt]', 'Text-Taxi-v4')
+    """
+    variant = variant_text(env_kwargs)
+    return f"{env_id} [{variant}]" if variant else env_id
 
 
 def _anchors(means: dict[str, float], env_id: str) -> tuple[float, float] | None:
@@ -183,7 +219,7 @@ def markdown_table(stats: Sequence[CellStats]) -> str:
         normalized = "—" if s.normalized is None else f"{s.normalized:.2f}"
         exact = "—" if s.exact is None else f"{s.exact:.4f}"
         lines.append(
-            f"| {s.env_id} | {s.agent} | {s.episodes} | {_num(s.mean)} | "
+            f"| {s.label} | {s.agent} | {s.episodes} | {_num(s.mean)} | "
             f"[{_num(s.ci_low)}, {_num(s.ci_high)}] | {normalized} | {s.parse_rate:.2f} | "
             f"{s.steps_per_s:,.0f} | {exact} | {training_text(s.training)} |"
         )
@@ -224,7 +260,7 @@ def summary_table(stats: Sequence[CellStats], default_machine: str | None = None
         if len(machines) > 1 and s.training is not None and s.training.wall_s:
             trained = f"{trained[:-1]}, {s.training.machine or default_machine or '?'})"
         lines.append(
-            f"| {s.env_id.removeprefix('Text-')} | {s.agent} | {s.episodes} | "
+            f"| {s.label.removeprefix('Text-')} | {s.agent} | {s.episodes} | "
             f"{_num(s.mean)} [{_num(s.ci_low)}, {_num(s.ci_high)}] | {normalized} | {exact} | "
             f"{trained} |"
         )
@@ -286,7 +322,8 @@ def plot(stats: Sequence[CellStats], path: Path) -> None:
             markeredgewidth=0.5, ecolor="black", elinewidth=0.8, capsize=2, zorder=3,
         )  # fmt: skip
     ax.set_xticks(range(len(envs)))
-    ax.set_xticklabels([e.removeprefix("Text-") for e in envs], rotation=30, ha="right")
+    labels = {s.env_id: s.label for s in stats}
+    ax.set_xticklabels([labels[e].removeprefix("Text-") for e in envs], rotation=30, ha="right")
     ax.set_ylabel("normalized score")
     ax.set_title(
         "Normalized score per env (random = 0, best reference = 1), 95 % bootstrap CI",
@@ -330,8 +367,9 @@ def plot_cost(stats: Sequence[CellStats], path: Path) -> None:
             color=plt.cm.tab10(envs.index(s.env_id) % 10),
             marker=markers[agents.index(s.agent) % len(markers)],
         )
+    labels = {s.env_id: s.label for s in cells}
     for i, env_id in enumerate(envs):  # legend entries: colours for envs, markers for agents
-        ax.scatter([], [], color=plt.cm.tab10(i % 10), label=env_id.removeprefix("Text-"))
+        ax.scatter([], [], color=plt.cm.tab10(i % 10), label=labels[env_id].removeprefix("Text-"))
     for k, agent in enumerate(agents):
         ax.scatter([], [], color="grey", marker=markers[k % len(markers)], label=chart_label(agent))
     ax.set_xscale("log")
@@ -372,20 +410,40 @@ def leaderboard_stats(
     env_ids: Sequence[str],
     agents: Sequence[str],
     seeds: Callable[[str], range] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> list[CellStats]:
     """The leaderboard lines of the episodes recorded under ``output`` on ``env_ids`` (only
     those of ``seeds(env_id)`` if given, else all): ``agents`` first, then any other agent an
     earlier run recorded (cells may hold different episode counts; their first seeds are
-    shared), with exact values and training costs."""
+    shared), with exact values and training costs. Only rows made with ``env_kwargs`` count
+    (a row records its env kwargs; none for the plain envs), and the lines are labelled
+    with them (``CellStats.label``)."""
+    import dataclasses
+
     from llmgym.bench.runner import EXACT_FILE, load_rows
 
     output = Path(output)
-    rows = [r for r in load_rows(output) if seeds is None or r["seed"] in seeds(r["env_id"])]
-    exact = {(r["env_id"], r["agent"]): r["exact_return"] for r in load_rows(output, EXACT_FILE)}
+    kwargs = dict(env_kwargs or {})
+
+    def mine(row: dict[str, Any]) -> bool:
+        return row.get("env_kwargs", {}) == kwargs
+
+    rows = [
+        r
+        for r in load_rows(output)
+        if mine(r) and (seeds is None or r["seed"] in seeds(r["env_id"]))
+    ]
+    exact = {
+        (r["env_id"], r["agent"]): r["exact_return"]
+        for r in load_rows(output, EXACT_FILE)
+        if mine(r)
+    }
     earlier = [r["agent"] for r in rows if r["env_id"] in env_ids]
     names = list(dict.fromkeys([*agents, *earlier]))
     costs = {(e, a): training_cost(a, e, output) for e in env_ids for a in names}
-    return summarize(rows, env_ids, names, exact, costs)
+    stats = summarize(rows, env_ids, names, exact, costs)
+    variant = variant_text(kwargs)
+    return [dataclasses.replace(s, variant=variant) for s in stats] if variant else stats
 
 
 def report_text(stats: Sequence[CellStats], command: str) -> str:
@@ -400,12 +458,13 @@ def write_report(
     command: str,
     chart: bool = True,
     seeds: Callable[[str], range] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> list[CellStats]:
     """Write ``leaderboard.md`` (and ``leaderboard.png``, ``leaderboard_cost.png``) under
-    ``output`` from ``leaderboard_stats(output, env_ids, agents, seeds)``, each
+    ``output`` from ``leaderboard_stats(output, env_ids, agents, seeds, env_kwargs)``, each
     all-or-nothing (``OutputError`` when one cannot be written)."""
     output = Path(output)
-    stats = leaderboard_stats(output, env_ids, agents, seeds)
+    stats = leaderboard_stats(output, env_ids, agents, seeds, env_kwargs)
     write_text(output / "leaderboard.md", report_text(stats, command))
     if chart and stats:
         plot(stats, output / "leaderboard.png")

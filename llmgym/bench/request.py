@@ -1,11 +1,13 @@
 """What one ``llmgym bench`` asks for, checked before anything is played: its agents and envs,
 seeds, counts and output folder, and the command line that makes it again.
 
-A folder holds one bench: one ``--seed`` for every cell (env, agent) and one episode count per
-cell, recorded in ``bench.json``. A rerun resumes it, and may add cells (other envs or agents
-on the same seed); a rerun that would play a cell on other seeds (another ``--seed``, more or
-fewer ``--episodes``) is refused by ``claim_folder`` before anything is played, unless
-``fresh`` clears the folder's bench files first, so the rows of two benches never mix.
+A folder holds one bench: one ``--seed`` for every cell (env, agent), one episode count per
+cell and one set of ``--env-kwarg`` options for every env, recorded in ``bench.json``. A rerun
+resumes it, and may add cells (other envs or agents on the same seed and env kwargs); a rerun
+that would play a cell on other seeds (another ``--seed``, more or fewer ``--episodes``) or
+other env kwargs (a variant, e.g. ``action_names=alt``, after the plain envs) is refused by
+``claim_folder`` before anything is played, unless ``fresh`` clears the folder's bench files
+first, so the rows of two benches never mix.
 
 Example:
     >>> request = bench_request(envs="Text-Taxi-v4", agents="random,optimal", episodes=3)
@@ -20,8 +22,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from llmgym.agents.registry import check_agent_name, split_agent_names
 from llmgym.bench.runner import (
@@ -33,7 +36,7 @@ from llmgym.bench.runner import (
     row_key,
 )
 from llmgym.bench.suites import episodes_for, suite_envs
-from llmgym.envs.registration import check_env_id
+from llmgym.envs.registration import check_env_id, check_env_kwargs
 from llmgym.errors import ConfigError, OutputError
 from llmgym.files import output_error, write_text
 from llmgym.rollout import MAX_ENVS, check_count
@@ -109,7 +112,8 @@ class BenchRequest:
     """A checked bench: ``agents`` play ``env_ids`` on seeds ``seed, seed + 1, ...``
     (``episodes`` per env, else the suite's count), ``batch_size`` at a time, into ``output``;
     ``ray`` is the Ray address (``RAY_LOCAL``: here) or ``None`` (serial). ``envs`` is the
-    ``--envs`` text (``None``: the suite named them) for ``command``."""
+    ``--envs`` text (``None``: the suite named them) for ``command``. ``env_kwargs`` (the
+    ``--env-kwarg`` options) make every env of the bench."""
 
     env_ids: list[str]
     agents: list[str]
@@ -120,6 +124,7 @@ class BenchRequest:
     ray: str | None = None
     envs: str | None = None
     suite: str = "classic"
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def seeds(self, env_id: str) -> range:
         """The seeds this request plays on ``env_id``, the only ones its leaderboard counts."""
@@ -144,6 +149,9 @@ class BenchRequest:
             parts.append(f"--batch-size {self.batch_size}")
         if self.ray is not None:
             parts.append("--ray" if self.ray == RAY_LOCAL else f"--ray {shlex.quote(self.ray)}")
+        for key, value in self.env_kwargs.items():
+            text = value if isinstance(value, str) else json.dumps(value)
+            parts.append(f"--env-kwarg {shlex.quote(f'{key}={text}')}")
         return " ".join(parts)
 
     def cells(self) -> dict[str, dict[str, int]]:
@@ -157,6 +165,10 @@ class BenchRequest:
         held = _read_bench(self.output / BENCH_FILE)
         if held is not None and held.get("seed") != self.seed:
             return f"seed {held.get('seed')}, not {self.seed}"
+        if held is not None and held.get("env_kwargs", {}) != self.env_kwargs:
+            return f"env kwargs {_kwargs_text(held.get('env_kwargs', {}))}, not " + _kwargs_text(
+                self.env_kwargs
+            )
         counts = held.get("episodes", {}) if held is not None else {}
         for env_id, agents in self.cells().items():
             for agent, n in agents.items():
@@ -167,6 +179,9 @@ class BenchRequest:
             if not isinstance(row, dict) or not isinstance(row.get("seed"), int):
                 continue  # not a row llmgym wrote: pending() refuses the file
             seed, env_id, agent = row["seed"], row.get("env_id"), row.get("agent")
+            if row.get("env_kwargs", {}) != self.env_kwargs:
+                kwargs = _kwargs_text(row.get("env_kwargs", {}))
+                return f"{agent} on {env_id} with env kwargs {kwargs}"
             mine = env_id in self.env_ids and agent in self.agents
             if seed not in self.seeds(env_id) if mine else seed < self.seed:
                 return f"seed {seed} of {agent} on {env_id}, outside this bench's seeds"
@@ -191,7 +206,10 @@ class BenchRequest:
         counts = (_read_bench(self.output / BENCH_FILE) or {}).get("episodes", {})
         for env_id, agents in self.cells().items():
             counts[env_id] = {**counts.get(env_id, {}), **agents}
-        text = json.dumps({"seed": self.seed, "episodes": counts}, indent=1) + "\n"
+        held = {"seed": self.seed, "episodes": counts}
+        if self.env_kwargs:  # a plain bench's file reads as before
+            held["env_kwargs"] = self.env_kwargs
+        text = json.dumps(held, indent=1) + "\n"
         write_text(self.output / BENCH_FILE, text)
 
     def pending(self) -> dict[tuple[str, str], PendingSeeds]:
@@ -204,6 +222,17 @@ class BenchRequest:
                 f"{self.output / 'episodes.jsonl'} has rows llmgym did not write; move it."
             ) from None
         return pending_seeds(self.env_ids, self.agents, self.episodes, self.seed, done)
+
+
+def _kwargs_text(env_kwargs: dict[str, Any]) -> str:
+    """Env kwargs as a phrase: ``KEY=VALUE`` pairs, or ``none``.
+
+    Example:
+        >>> _kwargs_text({"action_names": "alt", "is_slippery": False}), _kwargs_text({})
+        ('action_names=alt is_slippery=false', 'none')
+    """
+    pairs = [f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in env_kwargs.items()]
+    return " ".join(pairs) or "none"
 
 
 def _read_bench(path: Path) -> dict | None:
@@ -227,9 +256,11 @@ def bench_request(
     output: str | Path | None = None,
     batch_size: int = 32,
     ray: str | None = None,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> BenchRequest:
     """The ``BenchRequest`` of ``llmgym bench``'s options, checked (``AgentError`` or
-    ``ConfigError`` in one sentence); ``output=None`` is ``DEFAULT_OUTPUT``."""
+    ``ConfigError`` in one sentence); ``output=None`` is ``DEFAULT_OUTPUT``. ``env_kwargs``
+    must make every env (``check_env_kwargs``, which makes each once)."""
     names = agent_names(agents)
     env_ids = env_names(envs, suite)
     if episodes is not None:
@@ -237,5 +268,9 @@ def bench_request(
     check_count(batch_size, "--batch-size", MAX_ENVS)
     if ray is not None and importlib.util.find_spec("ray") is None:
         raise ConfigError('ray is not installed: pip install "llmgym[ray]".')
+    kwargs = dict(env_kwargs or {})
+    if kwargs:
+        for env_id in env_ids:
+            check_env_kwargs(env_id, kwargs)
     out = Path(output) if output else Path(DEFAULT_OUTPUT)
-    return BenchRequest(env_ids, names, seed, episodes, out, batch_size, ray, envs, suite)
+    return BenchRequest(env_ids, names, seed, episodes, out, batch_size, ray, envs, suite, kwargs)

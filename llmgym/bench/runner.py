@@ -13,7 +13,9 @@ agent restarts its sampler per batch: the same batches give the same rows). LLM 
 greedily (the leaderboard compares greedy policies; ``llm:NAME,greedy=false`` samples).
 Where the env has a known transition model (``llmgym.evaluation.exact``) each cell also gets the
 exact expected return of the agent's greedy policy, once, in ``<output>/exact.jsonl`` (not for
-the random agent, which has no deterministic policy).
+the random agent, which has no deterministic policy). ``env_kwargs`` (``gym.make`` options such
+as a variant's ``action_names="alt"``) make every env of the bench, reach the agents as
+``make_agent``'s ``env_kwargs``, and are recorded in each row (rows of the plain envs have none).
 
 Example:
     >>> import tempfile
@@ -327,18 +329,31 @@ def pending_seeds(
     }
 
 
+def variant_fields(env_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """What a row records of the bench's env kwargs: ``{"env_kwargs": ...}``, or nothing for
+    the plain envs (so their rows read as before).
+
+    Example:
+        >>> variant_fields({"action_names": "alt"}), variant_fields(None)
+        ({'env_kwargs': {'action_names': 'alt'}}, {})
+    """
+    return {"env_kwargs": dict(env_kwargs)} if env_kwargs else {}
+
+
 def run_episodes(
     env_id: str,
     agent: TextAgent,
     seeds: Iterable[int],
     write: Callback,
     batch_size: int = 32,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> None:
-    """Play one episode per seed, ``batch_size`` at a time, and ``write`` each row as its
-    episode ends. Wall time of a batched step is shared equally by the live episodes.
-    ``seeds`` is read lazily; nothing is kept once written."""
+    """Play one episode per seed, ``batch_size`` at a time, on ``make_eval_env(env_id,
+    **env_kwargs)``, and ``write`` each row as its episode ends. Wall time of a batched step
+    is shared equally by the live episodes. ``seeds`` is read lazily; nothing is kept once
+    written."""
     count = len(seeds) if isinstance(seeds, Sized) else batch_size
-    envs = [make_eval_env(env_id) for _ in range(min(batch_size, count))]
+    envs = [make_eval_env(env_id, **(env_kwargs or {})) for _ in range(min(batch_size, count))]
     reset = getattr(agent, "reset", None)
 
     def write_row(_slot: int, episode: Episode) -> None:
@@ -352,6 +367,7 @@ def run_episodes(
                 "parse_rate": episode.parse_rate,
                 "wall_s": round(episode.wall_s, 6),
                 "truncated": episode.truncated,
+                **variant_fields(env_kwargs),
             }
         )
 
@@ -368,11 +384,14 @@ def run_episodes(
     )
 
 
-def exact_row(env_id: str, agent_name: str, agent: TextAgent) -> dict[str, Any]:
-    """The exact expected return of ``agent``'s greedy policy on ``env_id`` as a row."""
+def exact_row(
+    env_id: str, agent_name: str, agent: TextAgent, env_kwargs: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The exact expected return of ``agent``'s greedy policy on ``env_id`` (made with
+    ``env_kwargs``) as a row; on a FrozenLake map set, the mean over its ``maps``."""
     from llmgym.evaluation.exact import agent_act, exact_value
 
-    result = exact_value(env_id, agent_act(agent))
+    result = exact_value(env_id, agent_act(agent), env_kwargs)
     return {
         "env_id": env_id,
         "agent": agent_name,
@@ -380,20 +399,34 @@ def exact_row(env_id: str, agent_name: str, agent: TextAgent) -> dict[str, Any]:
         "states": result.states,
         "parse_rate": result.parse_rate,
         "horizon": result.horizon,
+        **({"maps": result.maps} if result.maps > 1 else {}),
+        **variant_fields(env_kwargs),
     }
 
 
-def wants_exact(env_id: str, agent_name: str, done: set[tuple[str, str]]) -> bool:
-    """Whether the cell needs an exact row: the env has a transition model, the agent a
-    greedy policy (not ``random``), and ``done`` lacks it."""
+def wants_exact(
+    env_id: str,
+    agent_name: str,
+    done: set[tuple[str, str]],
+    env_kwargs: dict[str, Any] | None = None,
+) -> bool:
+    """Whether the cell needs an exact row: the env (made with ``env_kwargs``) has a
+    transition model, the agent a greedy policy (not ``random``), and ``done`` lacks it."""
     from llmgym.evaluation.exact import supports_exact
 
-    return agent_name != "random" and (env_id, agent_name) not in done and supports_exact(env_id)
+    if agent_name == "random" or (env_id, agent_name) in done:
+        return False
+    return supports_exact(env_id, env_kwargs)
 
 
-def bench_agent(name: str, env_id: str, seed: int) -> TextAgent:
+def bench_agent(
+    name: str, env_id: str, seed: int, env_kwargs: dict[str, Any] | None = None
+) -> TextAgent:
     """The agent ``name`` as the bench plays it: an LLM greedily unless its name says
-    ``greedy=false`` (other agents ignore the option)."""
+    ``greedy=false`` (other agents ignore the option); ``env_kwargs`` are the bench's env
+    options (a baseline plans on the base env they make and answers in the variant's names)."""
+    if env_kwargs:
+        return make_agent(name, env_id, seed=seed, greedy=True, env_kwargs=dict(env_kwargs))
     return make_agent(name, env_id, seed=seed, greedy=True)
 
 
@@ -409,8 +442,10 @@ def run_bench(
     on_cell: Callable[[str, str, int], None] | None = None,
     on_skip: Callable[[str, str, str], None] | None = None,
     keep_rows: bool = True,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every (env, agent) cell on seeds ``seed, seed + 1, ...`` and return the new rows.
+    """Run every (env, agent) cell on seeds ``seed, seed + 1, ...`` and return the new rows;
+    ``env_kwargs`` go to ``gym.make`` of every env (and to the agents, see ``bench_agent``).
 
     ``episodes`` overrides the per-env counts of ``llmgym.bench.suites.EPISODES``. Hooks:
     ``on_cell(env, agent, n)`` before a cell runs n episodes, ``on_episode(row)`` after each
@@ -427,11 +462,11 @@ def run_bench(
     with EpisodeLog(output, on_episode, keep_rows=keep_rows) as log:
         todo = pending_seeds(env_ids, agents, episodes, seed, log.done)
         for (env_id, agent_name), seeds in todo.items():
-            exact = wants_exact(env_id, agent_name, log.exact_done)
+            exact = wants_exact(env_id, agent_name, log.exact_done, env_kwargs)
             if not seeds and not exact:
                 continue
             try:
-                agent = bench_agent(agent_name, env_id, seed)
+                agent = bench_agent(agent_name, env_id, seed, env_kwargs)
             except UnsupportedEnvError as err:  # any other AgentError stops the bench
                 if on_skip is None:
                     raise
@@ -439,7 +474,7 @@ def run_bench(
                 continue
             if on_cell is not None:
                 on_cell(env_id, agent_name, len(seeds))
-            run_episodes(env_id, agent, seeds, log.write, batch_size)
+            run_episodes(env_id, agent, seeds, log.write, batch_size, env_kwargs)
             if exact:
-                log.write_exact(exact_row(env_id, agent_name, agent))
+                log.write_exact(exact_row(env_id, agent_name, agent, env_kwargs))
     return log.new_rows

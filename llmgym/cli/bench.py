@@ -18,7 +18,7 @@ import typer
 from typer.core import TyperCommand
 
 from llmgym.bench.request import DEFAULT_OUTPUT, RAY_LOCAL
-from llmgym.cli.checks import check_cache, check_output_dir, fail, missing_extra
+from llmgym.cli.checks import check_cache, check_output_dir, fail, key_values, missing_extra
 from llmgym.envs.registration import base_env_id
 from llmgym.errors import AgentError, ConfigError, OutputError, RayBenchError
 from llmgym.rl.sections import MAX_THREADS
@@ -126,11 +126,21 @@ def bench(
     fresh: bool = typer.Option(
         False, help="Remove the bench files --output holds first (a folder holds one bench)."
     ),
+    env_kwarg: list[str] | None = typer.Option(  # noqa: B008 (a list option)
+        None,
+        help="KEY=VALUE passed to gym.make of every env and to the baseline agents "
+        "(repeatable), e.g. action_names=alt; the leaderboard labels the envs with them.",
+    ),
 ) -> None:
     """Score agents on a suite over fixed seeds: JSONL rows, leaderboard.md and .png.
     Finished episodes are skipped on rerun, so an interrupted run resumes. A folder holds one
     bench: a rerun may add envs or agents on the same --seed, but one that would play a cell
-    on other seeds (another --seed or --episodes) is refused; pass another --output or --fresh.
+    on other seeds (another --seed or --episodes) or with other --env-kwarg options is refused;
+    pass another --output or --fresh.
+
+    Variants: --env-kwarg KEY=VALUE makes every env with that option, e.g.
+    llmgym bench --envs Text-Blackjack-v1 --env-kwarg action_names=alt
+    (the leaderboard shows Text-Blackjack-v1 [action_names=alt]).
 
     Add a policy you trained (llmgym train) as llm:MODEL@RUN_DIR, e.g.
     llmgym bench --envs Text-Taxi-v4 --agents random,llm:smollm2-135m@RUN_DIR
@@ -141,10 +151,15 @@ def bench(
     (benchmarks/results/classic/sb3/); only when neither exists is one
     trained, and a line says so."""
     from llmgym.bench.request import bench_request
+    from llmgym.resources import check_display
 
+    env_kwargs = key_values(env_kwarg, "--env-kwarg")
     options = dict(envs=envs, suite=suite, agents=agents, seed=seed, episodes=episodes)
     try:
-        request = bench_request(**options, output=output, batch_size=batch_size, ray=ray)
+        check_display(env_kwargs)
+        request = bench_request(
+            **options, output=output, batch_size=batch_size, ray=ray, env_kwargs=env_kwargs
+        )
     except ValueError as err:  # AgentError, ConfigError
         raise fail(str(err)) from None
     check_output_dir(request.output)
@@ -185,7 +200,13 @@ def _report(request: BenchRequest) -> None:
     out, chart = request.output, importlib.util.find_spec("matplotlib") is not None
     try:
         stats = write_report(
-            out, request.env_ids, request.agents, request.command, chart, request.seeds
+            out,
+            request.env_ids,
+            request.agents,
+            request.command,
+            chart,
+            request.seeds,
+            request.env_kwargs or None,
         )
     except OSError as err:  # OutputError: a full disk or a read-only folder
         raise fail(_first_line(err)) from None
