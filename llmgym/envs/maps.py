@@ -1,17 +1,20 @@
 """FrozenLake map sets: generated maps for measuring transfer to maps a policy never trained on.
 
-A map set is a fixed list of maps from ``generate_random_map(size, p=0.8, seed)``. Each map
-belongs to ``train`` or ``heldout`` by a hash of its layout (a fifth are held out), so the two
-sets share no map and no seed; a set holds the maps of its kind from seeds 0, 1, 2, ... in that
-order (a frequent map may recur, as often as the generator draws it). ``FrozenLakeMapsEnv``
-loads map ``seed % len(maps)`` on ``reset(seed=seed)``: seeds 0..N-1 play every map once.
+A map set is a fixed list of distinct maps from ``generate_random_map(size, p=0.8, seed)``.
+Each map belongs to ``train`` or ``heldout`` by a hash of its layout (a fifth are held out), so
+the two sets share no map and no seed. A set holds the first ``MAP_SETS[name]`` distinct maps
+of its kind from generator seeds 0, 1, 2, ... in that order: a seed whose map repeats one the
+set already holds is skipped (4x4 maps repeat often), so a mean over the set weights each
+distinct map once. ``map_seeds`` lists the generator seed of each map (its first occurrence).
+``FrozenLakeMapsEnv`` loads map ``seed % len(maps)`` on ``reset(seed=seed)``: episode seeds
+0..N-1 play every map once (an episode seed is a place in the set, not a generator seed).
 
 Example:
     >>> env = FrozenLakeMapsEnv("heldout", 4)
     >>> _ = env.reset(seed=3)
     >>> env.map_index, env.desc.shape
     (3, (4, 4))
-    >>> [len(maps_of(name, 4)) for name in MAP_SETS], sorted(BASE_IDS)[0]
+    >>> [len({tuple(m) for m in maps_of(name, 4)}) for name in MAP_SETS], sorted(BASE_IDS)[0]
     ([1000, 100], 'FrozenLakeMaps4x4-Heldout-v0')
 """
 
@@ -26,12 +29,14 @@ from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv, generate_random_m
 
 from llmgym.errors import ConfigError
 
-#: Maps in each set.
+#: Distinct maps in each set (of either size).
 MAP_SETS = {"train": 1000, "heldout": 100}
 #: Map sides a set can have.
 MAP_SIZES = (4, 5)
 #: Probability that a generated tile is frozen (not a hole).
 FROZEN_P = 0.8
+#: Generator seeds tried at most for a set (4x4 train, the slowest, is full at seed 5,578).
+MAX_SEEDS = 100_000
 #: Step cap of the registered map-set ids.
 MAX_STEPS = 30
 #: Base Gymnasium ids of the map sets (their ``Text-`` twins are in the catalog) -> kwargs.
@@ -53,15 +58,19 @@ def map_kind(desc: list[str]) -> str:
 
 
 @functools.cache
-def _generated(size: int) -> tuple[tuple[int, tuple[str, ...]], ...]:
-    """``(seed, map)`` from seeds 0, 1, 2, ... until every set of this size is full."""
-    found, counts, seed = [], dict.fromkeys(MAP_SETS, 0), 0
-    while any(counts[name] < n for name, n in MAP_SETS.items()):
+def _generated(name: str, size: int) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """``(seed, map)`` of set ``name``: generator seeds 0, 1, 2, ... until it holds
+    ``MAP_SETS[name]`` distinct maps of its kind, each at the first seed that draws it."""
+    found: list[tuple[int, tuple[str, ...]]] = []
+    seen: set[tuple[str, ...]] = set()
+    for seed in range(MAX_SEEDS):
+        if len(found) == MAP_SETS[name]:
+            return tuple(found)
         desc = tuple(generate_random_map(size, p=FROZEN_P, seed=seed))
-        counts[map_kind(list(desc))] += 1
-        found.append((seed, desc))
-        seed += 1
-    return tuple(found)
+        if desc not in seen and map_kind(list(desc)) == name:
+            seen.add(desc)
+            found.append((seed, desc))
+    raise RuntimeError(f"Seeds 0..{MAX_SEEDS - 1} draw too few distinct {size}x{size} {name} maps.")
 
 
 def check_map_set(name: str, size: int) -> None:
@@ -81,22 +90,22 @@ def check_map_set(name: str, size: int) -> None:
 
 
 def map_seeds(name: str, size: int) -> list[int]:
-    """The seeds of ``generate_random_map`` that make the maps of a set, in set order.
+    """The seeds of ``generate_random_map`` that make the maps of a set, in set order (the
+    first seed drawing each distinct map; seeds repeating a map are skipped).
 
     Example:
-        >>> map_seeds("heldout", 4)[:3]
-        [13, 18, 20]
+        >>> map_seeds("heldout", 4)[:3]  # seed 20 repeats seed 13's map
+        [13, 18, 23]
     """
     check_map_set(name, size)
-    kept = [seed for seed, desc in _generated(size) if map_kind(list(desc)) == name]
-    return kept[: MAP_SETS[name]]
+    return [seed for seed, _ in _generated(name, size)]
 
 
 def maps_of(name: str, size: int) -> list[list[str]]:
-    """The maps of a set, each as ``generate_random_map`` returns it (rows of S, F, H, G)."""
+    """The maps of a set, each as ``generate_random_map`` returns it (rows of S, F, H, G), all
+    distinct."""
     check_map_set(name, size)
-    kept = [list(desc) for _, desc in _generated(size) if map_kind(list(desc)) == name]
-    return kept[: MAP_SETS[name]]
+    return [list(desc) for _, desc in _generated(name, size)]
 
 
 @functools.cache

@@ -11,7 +11,14 @@ import pytest
 from gymnasium.envs.toy_text.frozen_lake import generate_random_map
 
 import llmgym  # noqa: F401  (registers the Text-* ids)
-from llmgym.envs.maps import MAP_SETS, MAP_SIZES, FrozenLakeMapsEnv, map_seeds, maps_of
+from llmgym.envs.maps import (
+    MAP_SETS,
+    MAP_SIZES,
+    FrozenLakeMapsEnv,
+    map_kind,
+    map_seeds,
+    maps_of,
+)
 from llmgym.envs.registration import check_env_kwargs
 from llmgym.errors import ConfigError
 
@@ -36,12 +43,28 @@ def solvable(desc: list[str]) -> bool:
 @pytest.mark.parametrize("size", MAP_SIZES)
 def test_sets_are_disjoint_full_and_solvable(size):
     train, heldout = maps_of("train", size), maps_of("heldout", size)
-    assert (len(train), len(heldout)) == (MAP_SETS["train"], MAP_SETS["heldout"])
+    assert (len(train), len(heldout)) == (MAP_SETS["train"], MAP_SETS["heldout"]) == (1000, 100)
     assert not set(map_seeds("train", size)) & set(map_seeds("heldout", size))
     assert not {tuple(m) for m in train} & {tuple(m) for m in heldout}
     for desc in train + heldout:
         assert len(desc) == size and desc[0][0] == "S" and desc[-1][-1] == "G"
         assert solvable(desc)
+
+
+@pytest.mark.parametrize("size", MAP_SIZES)
+@pytest.mark.parametrize("name", MAP_SETS)
+def test_a_set_holds_each_map_once_at_its_first_seed(name, size):
+    """Distinct maps, so a mean over the set weights each map once; each at the first seed
+    that draws it, and every seed skipped before the last repeats a map of the set or is of
+    the other set."""
+    seeds, maps = map_seeds(name, size), maps_of(name, size)
+    assert len({tuple(m) for m in maps}) == len(maps) == MAP_SETS[name]
+    assert seeds == sorted(seeds)
+    held = {tuple(m): s for s, m in zip(seeds, maps)}
+    for seed in range(seeds[-1]):
+        desc = tuple(generate_random_map(size, p=0.8, seed=seed))
+        if map_kind(list(desc)) == name:
+            assert held[desc] <= seed  # in the set, first drawn at or before this seed
 
 
 @pytest.mark.parametrize("name", MAP_SETS)
@@ -105,3 +128,11 @@ def test_bad_map_kwargs_are_one_sentence(kwargs, message):
     with pytest.raises(ConfigError) as error:
         check_env_kwargs("Text-FrozenLakeMaps4x4-Train-v0", kwargs)
     assert str(error.value) == message
+
+
+def test_the_env_info_names_the_map_it_plays():
+    env = gym.make("Text-FrozenLakeMaps4x4-Heldout-v0")
+    _, info = env.reset(seed=103)
+    assert info["map_index"] == 3 and info["map"] == maps_of("heldout", 4)[3]
+    *_, info = env.step(info["valid_actions"][1])
+    assert info["map_index"] == 3 and info["map"] == maps_of("heldout", 4)[3]
