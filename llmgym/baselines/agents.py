@@ -133,7 +133,8 @@ class MapPlanner(BaselineAgent):
     each reset: it plans by value iteration (``solve_tabular``, under the env's step cap) on
     the map each observation is on, read from ``info["map"]`` (which the map-set env and the
     exact evaluator write), and caches one plan per map. ``act(raw_obs)`` alone plans on the
-    current map of the env it was made with.
+    current map of the env it was made with: ``OPTIMAL["FrozenLakeMapsEnv"](env)`` is that
+    function, the expert of the env it is given (SFT demos, reference returns).
 
     Example:
         >>> import llmgym
@@ -248,6 +249,9 @@ EXPERTS: dict[str, Callable[[gym.Env], Callable[[Any], Any]]] = {
     "mountain_car_continuous": lambda env: mountain_car_continuous_controller,
     "acrobot": lambda env: acrobot_controller,
     "pendulum": lambda env: pendulum_controller,
+    # value iteration on the map the env plays now (read at each call): the expert function
+    # of the very env it is given, which is how SFT demos and reference returns call it
+    "map_planner": lambda env: MapPlanner(env).act,
 }
 #: The expert of each base env, keyed by the unwrapped class name (a catalog entry's
 #: ``env_class``, so it serves every env of that class): where to give a new env its expert.
@@ -261,6 +265,7 @@ OPTIMAL: dict[str, Callable[[gym.Env], Callable[[Any], Any]]] = {
     "FrozenLakeEnv": EXPERTS["tabular"],  # FrozenLake and FrozenLake8x8
     "TaxiEnv": EXPERTS["tabular"],
     "CliffWalkingEnv": EXPERTS["tabular"],
+    "FrozenLakeMapsEnv": EXPERTS["map_planner"],  # the map sets; make_baseline: MapPlanner
 }
 
 
