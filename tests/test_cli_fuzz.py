@@ -168,7 +168,7 @@ def run_dir(tmp_path_factory) -> Path:
         progress=False,
     )
     trainer.run_iteration()
-    trainer.save_checkpoint()
+    trainer.checkpointer.save_checkpoint()
     (run / "metrics.jsonl").write_text('{"env_steps": 8, "eval/mean_return": 0.5}\n')
     return run
 
@@ -191,9 +191,9 @@ def cheap(monkeypatch, request):
     monkeypatch.setattr(uvicorn.Server, "run", started)
     if request.param == "cli-small":
         import llmgym.policy.models
-        import llmgym.rl
+        import llmgym.rl.trainer
 
-        monkeypatch.setattr(llmgym.rl, "trainer_class", lambda algo: started)
+        monkeypatch.setattr(llmgym.rl.trainer, "Trainer", started)
         monkeypatch.setattr(llmgym.policy.models, "load_model", started)
 
 

@@ -220,12 +220,13 @@ def _plan(request: Any) -> Any:
 
 def _run(plan: Any, resume: bool, command: str, result_json: str, policy_out: str) -> None:
     """Train the plan's run, then write and print its record."""
-    from llmgym.rl import records, trainer_class
+    from llmgym.rl import records
+    from llmgym.rl.trainer import Trainer
 
     config, output = plan.config, plan.config.run.output_dir
     start = time.perf_counter()
     try:
-        trainer = trainer_class(plan.algo)(config)
+        trainer = Trainer(config)
         main = trainer.processes.is_main  # with several processes, the one that writes
         if main:
             _print_start(plan, trainer, resume)
@@ -242,7 +243,9 @@ def _run(plan: Any, resume: bool, command: str, result_json: str, policy_out: st
         return
     result["weights"] = str(weights)
     try:  # a full disk or a read-only folder after training: one sentence, exit 2
-        png = records.write_results(output, result, final, trainer.env_steps, result_json, config)
+        png = records.write_results(
+            output, result, final, trainer.state.env_steps, result_json, config
+        )
     except (LLMGymError, OSError) as error:
         raise fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
     _print_end(result, final, trainer, png)
@@ -285,10 +288,10 @@ def _print_end(result: dict[str, Any], final: dict[str, Any], trainer: Any, png:
         f"Final eval ({how}): mean return {final['mean_return']:.4f} ± {final['ci95']:.4f} "
         f"(before training {before}; parse rate {final['parse_rate']:.2f})."
         + (f" {others} on the same seeds." if others else "")
-        + f" {trainer.env_steps} env steps, {trainer.episodes_done} episodes, "
+        + f" {trainer.state.env_steps} env steps, {trainer.state.episodes_done} episodes, "
         f"{result['wall_s'] / 60:.1f} min. Plot: {png}"
     )
-    best = trainer.best_eval
+    best = trainer.state.best_eval
     if best is not None and best["value"] > final["mean_return"]:
         console.print(
             f"Best evaluation: {best['value']:.4f} ({best['method']}) at iteration "

@@ -172,7 +172,7 @@ class Agent(ABC):
                 for t, (s, r) in enumerate(zip(samples, rewards))
             ]
             if steps:
-                batch.append(Episode(trainer.episodes_done + i, 0, steps))
+                batch.append(Episode(trainer.state.episodes_done + i, 0, steps))
         return trainer.train_on_episodes(batch) if batch else {}
 
     _OPTION_ALIASES = {
@@ -186,8 +186,9 @@ class Agent(ABC):
         trainer = getattr(self, "_trainer", None)
         if trainer is not None:
             return trainer
-        from llmgym.rl import config_class, trainer_class
+        from llmgym.rl import config_class
         from llmgym.rl.config import is_key
+        from llmgym.rl.trainer import Trainer
 
         options = {self._OPTION_ALIASES.get(k, k): v for k, v in self.train_options.items()}
         algo = options.pop("algo", "ppo")
@@ -197,7 +198,7 @@ class Agent(ABC):
         values.setdefault("output_dir", "runs/agent")
         values.setdefault("minibatch_size", int(self.train_options.get("batch_size", 8)))
         values.setdefault("micro_batch_size", values["minibatch_size"])
-        self._trainer = trainer_class(algo)(
+        self._trainer = Trainer(
             cls.build(values),
             model=self.model,
             tokenizer=self.tokenizer,

@@ -1,9 +1,10 @@
 """Online RL trainers for LLM agents in text envs: PPO, the Q-critic actor-critic, GRPO,
 REINFORCE+KL, and the SFT warm start.
 
-Each algorithm is one module in ``algorithms/`` with an ``XConfig`` dataclass and an
-``XTrainer``; ``algorithms.ALGORITHMS`` names them. ``make_trainer("ppo", env_id=..., ...)``
-builds one by name.
+Each algorithm is one module in ``algorithms/`` with an ``XConfig`` dataclass and the
+algorithm's targets and loss; ``algorithms.ALGORITHMS`` names them, and the ``Trainer``
+(``trainer.py``) composes one with the learner, the collector and the run state.
+``make_trainer("ppo", env_id=..., ...)`` builds one by name.
 """
 
 from __future__ import annotations
@@ -23,11 +24,6 @@ def config_class(algo: str) -> type:
     return algorithm(algo).config_class()
 
 
-def trainer_class(algo: str) -> type:
-    """The trainer class of an algorithm name."""
-    return algorithm(algo).trainer_class()
-
-
 def make_trainer(algo: str, loaded: tuple[Any, Any] | None = None, **config: Any) -> Any:
     """``make_trainer("grpo", env_id="Text-Blackjack-v1", total_env_steps=500)`` (keys as
     ``TrainConfig.build`` takes them: flat, dotted or sections); ``loaded`` passes an already
@@ -40,9 +36,11 @@ def make_trainer(algo: str, loaded: tuple[Any, Any] | None = None, **config: Any
             DeprecationWarning,
             stacklevel=2,
         )
+    from llmgym.rl.trainer import Trainer
+
     cfg = config_class(new_algo).build(config)
     model, tokenizer = loaded if loaded is not None else (None, None)
-    return trainer_class(new_algo)(cfg, model=model, tokenizer=tokenizer)
+    return Trainer(cfg, model=model, tokenizer=tokenizer)
 
 
 def load_trained(checkpoint: str, device: str = "auto") -> tuple[Any, Any]:
@@ -98,6 +96,7 @@ def restore_trainer(checkpoint: str, device: str = "auto") -> Any:
 
     from llmgym.errors import TrainingError
     from llmgym.rl import checkpoints
+    from llmgym.rl.trainer import Trainer
 
     path = Path(checkpoint)
     if (path / "checkpoints").is_dir():
@@ -116,7 +115,7 @@ def restore_trainer(checkpoint: str, device: str = "auto") -> Any:
     algo, values = legacy_algo(algo, json.loads((path / "config.json").read_text()))
     # A run trained through a vLLM server restores here, with transformers (no server needed).
     values |= {"device": device, "sft": "none", "progress": False, "num_envs": 1, "backend": "hf"}
-    trainer = trainer_class(algo)(config_class(algo).from_dict(values))
+    trainer = Trainer(config_class(algo).from_dict(values))
     trainer.load_checkpoint(path)
     return trainer
 
@@ -139,5 +138,4 @@ __all__ = [
     "load_trained_policy",
     "make_trainer",
     "restore_trainer",
-    "trainer_class",
 ]

@@ -66,7 +66,7 @@ def write_adapter(trainer: Any, out: str | Path) -> None:
     from safetensors.torch import save_file
 
     current = {k: v.detach().cpu() for k, v in lora_state(trainer.model).items()}
-    states = [*trainer.weights.merged_adapters, current]
+    states = [*trainer.learner.weights.merged_adapters, current]
     lora = copy.deepcopy(trainer.model.peft_config["default"])
     lora.r *= len(states)
     lora.lora_alpha *= len(states)

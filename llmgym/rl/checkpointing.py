@@ -1,7 +1,7 @@
-"""What a trainer saves and restores: checkpoints (weights, merged adapters, extra modules,
-optimizer, RNG states, counters, config) for ``--resume``, and the small policy directory
-(``save_policy``) that ``llm:MODEL@PATH`` loads, also kept for the run's best evaluation
-(``keep_if_best``). Where they go and how a kill at any point is
+"""What a run saves and restores (:class:`Checkpointer`): checkpoints (weights, merged
+adapters, extra modules, optimizer, RNG states, counters, config) for ``--resume``, and the
+small policy directory (``save_policy``) that ``llm:MODEL@PATH`` loads, also kept for the
+run's best evaluation (``keep_if_best``). Where they go and how a kill at any point is
 survived is ``checkpoints.py``.
 """
 
@@ -12,7 +12,6 @@ import math
 import random
 import shutil
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,33 +30,29 @@ ALGORITHM_FILE = "algorithm_state.safetensors"  # the algorithm's tensors (extra
 TRAINING_STATS = ("count", "total", "outer")  # the whitener's statistics: only for training
 
 
-class Checkpointing:
-    """Mixed into ``Trainer``: saves and restores the attributes declared here, which the
-    trainer sets. The main process writes; with several processes the others wait for it."""
+class Checkpointer:
+    """Saves and restores a run: the learner's weights, modules, optimizer and average, the
+    run state, the algorithm's own state (its optional ``extra_state``, ``extra_tensors`` and
+    ``load_extra_state``) and the RNG streams. The main process writes; with several processes
+    the others wait for it."""
 
-    algo: str
-    config: Any  # TrainConfig
-    run_dir: Path
-    torch: Any
-    processes: Any  # Processes
-    model: Any
-    device: Any
-    policy: Any  # LLMPolicy
-    weights: Any  # Weights: merged adapters, the reference head
-    average: Any  # WeightAverage: what evaluations and policy directories use
-    extra_modules: dict[str, Any]
-    optimizer: Any
-    np_rng: np.random.Generator
-    iteration: int
-    env_steps: int
-    episodes_done: int
-    seeds_used: int
-    skipped_updates: int
-    ent_boost: float
-    features_frozen: bool
-    best_eval: dict[str, Any] | None
-    _make_optimizer: Callable[[], Any]
-    _seed_sampling: Callable[[], None]
+    def __init__(
+        self,
+        config: Any,
+        algo: str,
+        run_dir: Path,
+        learner: Any,
+        state: Any,
+        algorithm: Any,
+        processes: Any,
+    ) -> None:
+        self.config = config
+        self.algo = algo  # the --algo name a checkpoint records
+        self.run_dir = run_dir
+        self.learner = learner
+        self.state = state  # RunState
+        self.algorithm = algorithm
+        self.processes = processes
 
     def save_run_info(self) -> None:
         """``run.json``: the config, versions and seed formulas of a fresh run."""
@@ -75,7 +70,7 @@ class Checkpointing:
     def save_checkpoint(self) -> Path:
         """Adapter (safetensors) + extra modules + optimizer + RNG states + counters + config
         (written by the main process; the others wait for it)."""
-        path = self.run_dir / "checkpoints" / f"iter_{self.iteration:06d}"
+        path = self.run_dir / "checkpoints" / f"iter_{self.state.iteration:06d}"
         if self.processes.is_main:
             self._write_checkpoint(path)
         self.processes.wait()
@@ -94,19 +89,22 @@ class Checkpointing:
             raise output_error(path, error) from None
 
     def _fill_checkpoint(self, tmp: Path) -> None:
-        torch = self.torch
+        import torch
         from safetensors.torch import save_file
 
+        learner = self.learner
         self._save_weights(tmp, policy_only=False)
-        if self.weights.ref_head is not None:
-            save_file(_contiguous(self.weights.ref_head.state_dict()), str(tmp / REF_HEAD_FILE))
-        average = self.average.state_dict()
+        if learner.weights.ref_head is not None:
+            ref_head = learner.weights.ref_head.state_dict()
+            save_file(_contiguous(ref_head), str(tmp / REF_HEAD_FILE))
+        average = learner.average.state_dict()
         if average:
             save_file(_contiguous(average), str(tmp / AVERAGE_FILE))
-        tensors = self.extra_tensors()
+        extra_tensors = getattr(self.algorithm, "extra_tensors", dict)
+        tensors = extra_tensors()
         if tensors:
             save_file(_contiguous(tensors), str(tmp / ALGORITHM_FILE))
-        torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
+        torch.save(learner.optimizer.state_dict(), tmp / "optimizer.pt")
         kind, keys, pos, has_gauss, gauss = np.random.get_state()
         rng = {  # plain types and tensors only, so it loads with torch.load(weights_only=True)
             "python": random.getstate(),
@@ -115,18 +113,13 @@ class Checkpointing:
         }
         if torch.cuda.is_available():
             rng["cuda"] = torch.cuda.get_rng_state_all()
-        generator = getattr(self.policy, "generator", None)
+        generator = getattr(learner.policy, "generator", None)
         if generator is not None:
             rng["policy"] = generator.get_state()
         torch.save(rng, tmp / "rng.pt")
-        state = self._state() | {
-            "seeds_used": self.seeds_used,
-            "skipped_updates": self.skipped_updates,
-            "ent_boost": self.ent_boost,
-            "features_frozen": self.features_frozen,
-            "np_rng": self.np_rng.bit_generator.state,
-        }
-        (tmp / "trainer_state.json").write_text(json.dumps(state | self.extra_state(), indent=2))
+        state = self._state() | self.state.counters()
+        extra_state = getattr(self.algorithm, "extra_state", dict)
+        (tmp / "trainer_state.json").write_text(json.dumps(state | extra_state(), indent=2))
 
     def save_policy(self, path: str | Path) -> Path:
         """A small directory that restores the acting policy completely (the adapter, merged
@@ -148,30 +141,31 @@ class Checkpointing:
         if value is None or math.isnan(value):
             return
         value = self.processes.sum([value])[0] / self.processes.num  # one decision for all
-        if self.best_eval is not None and value <= self.best_eval["value"]:
+        best = self.state.best_eval
+        if best is not None and value <= best["value"]:
             return
         path = self.run_dir / checkpoints.BEST_POLICY
         record = {
             "value": value,
             "method": evaluation.get("method", "sampled"),
-            "iteration": self.iteration,
-            "episodes": self.episodes_done,
-            "env_steps": self.env_steps,
+            "iteration": self.state.iteration,
+            "episodes": self.state.episodes_done,
+            "env_steps": self.state.env_steps,
             "weights": str(path),
         }
         self._write_policy(path, {"best_eval": record})  # the record travels with the weights
-        self.best_eval = record
+        self.state.best_eval = record
 
     def reached_stop_at(self) -> bool:
         """Whether a periodic evaluation reached ``eval.stop_at`` (as SB3's
         ``StopTrainingOnRewardThreshold``). ``best_eval`` holds it, so a resumed run knows, and
         all processes decide alike (``keep_if_best`` averages their values)."""
-        goal, best = self.config.eval.stop_at, self.best_eval
+        goal, best = self.config.eval.stop_at, self.state.best_eval
         return goal is not None and best is not None and best["value"] >= goal
 
     def _write_policy(self, path: Path, extra: dict[str, Any] | None = None) -> None:
         if self.processes.is_main:
-            with atomic_dir(path) as tmp, self.average.applied():  # whole or not at all
+            with atomic_dir(path) as tmp, self.learner.average.applied():  # whole or not at all
                 self._save_weights(tmp, policy_only=True)
                 state = self._state() | {"policy_only": True} | (extra or {})
                 (tmp / checkpoints.STATE_FILE).write_text(json.dumps(state, indent=2))
@@ -182,8 +176,9 @@ class Checkpointing:
         (a non-finite loss or gradient each time: the optimizer never stepped): the policy is
         the one the session started from, and saving it as the trained one would make a run
         that trained nothing look like a success."""
-        skipped = self.skipped_updates - getattr(self, "_skipped_at_load", 0)
-        stepped = getattr(self.optimizer, "steps", 1) or self.weights.merged_adapters  # a
+        skipped = self.state.skipped_updates - self.state.skipped_at_load
+        learner = self.learner
+        stepped = getattr(learner.optimizer, "steps", 1) or learner.weights.merged_adapters  # a
         # reference refresh merges what was trained and restarts the optimizer
         if skipped > 0 and not stepped:
             raise TrainingError(
@@ -194,10 +189,10 @@ class Checkpointing:
 
     def _state(self) -> dict[str, Any]:
         return {
-            "iteration": self.iteration,
-            "env_steps": self.env_steps,
-            "episodes_done": self.episodes_done,
-            "merged_adapters": len(self.weights.merged_adapters),
+            "iteration": self.state.iteration,
+            "env_steps": self.state.env_steps,
+            "episodes_done": self.state.episodes_done,
+            "merged_adapters": len(self.learner.weights.merged_adapters),
             "algo": self.algo,
             "lora": self.config.lora.enabled,
         }
@@ -209,9 +204,9 @@ class Checkpointing:
 
         path.mkdir(parents=True, exist_ok=True)
         save_file(_contiguous(self.model_state()), str(path / "model.safetensors"))
-        for i, state in enumerate(self.weights.merged_adapters):
+        for i, state in enumerate(self.learner.weights.merged_adapters):
             save_file(_contiguous(state), str(path / f"merged_{i:03d}.safetensors"))
-        for name, module in self.extra_modules.items():
+        for name, module in self.learner.extra_modules.items():
             if policy_only and name != "action_head":
                 continue
             state = module.state_dict()
@@ -221,28 +216,19 @@ class Checkpointing:
         (path / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2, default=str))
 
     def model_state(self) -> dict[str, Any]:
+        """The trained weights of the model: none (a frozen backbone), the LoRA adapter's, or
+        every unique tensor of a full fine-tune."""
+        model = self.learner.model
         if not self.config.optim.train_backbone:
             return {}
         if self.config.lora.enabled:
-            return lora_state(self.model)
+            return lora_state(model)
         state, seen = {}, set()
-        for key, value in self.model.state_dict().items():
+        for key, value in model.state_dict().items():
             if value.data_ptr() not in seen:  # a tied weight (lm_head = embeddings) once
                 seen.add(value.data_ptr())
                 state[key] = value
         return state
-
-    def extra_state(self) -> dict[str, Any]:
-        """Hook: algorithm counters to checkpoint (JSON-serialisable)."""
-        return {}
-
-    def extra_tensors(self) -> dict[str, Any]:
-        """Hook: algorithm state held in tensors, to checkpoint (safetensors)."""
-        return {}
-
-    def load_extra_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
-        """Hook: restore what :meth:`extra_state` and :meth:`extra_tensors` saved (``tensors``
-        is empty for a checkpoint written without them)."""
 
     def latest_checkpoint(self) -> Path | None:
         return checkpoints.latest(self.run_dir / "checkpoints")
@@ -263,7 +249,6 @@ class Checkpointing:
         checkpoints.check_contained(ckpt, root=None if path else self.run_dir)
         try:
             self._load_checkpoint(ckpt)
-            self._seed_sampling()
         except TrainingError:
             raise  # already one sentence (e.g. another algo's or model's checkpoint)
         except (
@@ -284,8 +269,10 @@ class Checkpointing:
 
     def _load_checkpoint(self, ckpt: Path) -> None:
         """The body of :meth:`load_checkpoint`, which turns its errors into one sentence."""
-        torch = self.torch
+        import torch
         from safetensors.torch import load_file
+
+        learner, run_state = self.learner, self.state
 
         state = json.loads((ckpt / "trainer_state.json").read_text())
         saved = None
@@ -304,45 +291,46 @@ class Checkpointing:
             checkpoints.check_resume(self.run_dir, saved, asked)
         for i in range(state.get("merged_adapters", 0)):
             merged = load_file(str(ckpt / f"merged_{i:03d}.safetensors"))
-            self.model = self.policy.model = self.weights.merge(self.model, merged)
-        weights = load_file(str(ckpt / "model.safetensors"), device=str(self.device))
+            learner.model = learner.policy.model = learner.weights.merge(learner.model, merged)
+        model = learner.model
+        weights = load_file(str(ckpt / "model.safetensors"), device=str(learner.device))
         if not self.config.optim.train_backbone:
             pass
         elif self.config.lora.enabled:
             from peft import set_peft_model_state_dict
 
-            set_peft_model_state_dict(self.model, weights)
+            set_peft_model_state_dict(model, weights)
         else:
             # Every unique tensor, and nothing the model lacks (older checkpoints stored
             # both names of a tied weight).
             saved, needed = set(weights), set(self.model_state())
-            if not needed <= saved <= set(self.model.state_dict()):
+            if not needed <= saved <= set(model.state_dict()):
                 raise TrainingError(
                     f"The checkpoint {ckpt} holds weights for another model "
-                    f"({len(needed - saved)} missing, {len(saved - set(self.model.state_dict()))} "
+                    f"({len(needed - saved)} missing, {len(saved - set(model.state_dict()))} "
                     "unexpected); resume with the model it was trained with."
                 )
-            self.model.load_state_dict(weights, strict=False)  # tied weights come along
+            model.load_state_dict(weights, strict=False)  # tied weights come along
         policy_only = state.get("policy_only", False)
-        for name, module in self.extra_modules.items():
+        for name, module in learner.extra_modules.items():
             file = ckpt / f"{name}.safetensors"
             if policy_only and not file.exists():
                 continue  # a policy directory keeps the action head only
             module.load_state_dict(load_file(str(file)), strict=not policy_only)
         if policy_only:
-            self.iteration, self.env_steps = state["iteration"], state["env_steps"]
-            self.episodes_done = state["episodes_done"]
+            run_state.iteration, run_state.env_steps = state["iteration"], state["env_steps"]
+            run_state.episodes_done = state["episodes_done"]
             return
-        if (ckpt / REF_HEAD_FILE).exists() and self.policy.head is not None:
+        if (ckpt / REF_HEAD_FILE).exists() and learner.policy.head is not None:
             import copy
 
-            ref_head = copy.deepcopy(self.policy.head).requires_grad_(False)
+            ref_head = copy.deepcopy(learner.policy.head).requires_grad_(False)
             ref_head.load_state_dict(load_file(str(ckpt / REF_HEAD_FILE)))
-            self.weights.ref_head = ref_head
-        self.optimizer = self._make_optimizer()
-        self.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
+            learner.weights.ref_head = ref_head
+        learner.optimizer = learner.make_optimizer()
+        learner.optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
         average = ckpt / AVERAGE_FILE
-        self.average.load_state_dict(load_file(str(average)) if average.exists() else {})
+        learner.average.load_state_dict(load_file(str(average)) if average.exists() else {})
         rng = torch.load(ckpt / "rng.pt", weights_only=True)
         random.setstate(rng["python"])
         kind, keys, pos, has_gauss, gauss = rng["numpy"]
@@ -350,30 +338,24 @@ class Checkpointing:
         torch.set_rng_state(rng["torch"])
         if "cuda" in rng and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(rng["cuda"])
-        if "policy" in rng and getattr(self.policy, "generator", None) is not None:
-            self.policy.generator.set_state(rng["policy"])
-        self.iteration = state["iteration"]
-        self.env_steps = state["env_steps"]
-        self.episodes_done = state["episodes_done"]
-        self.seeds_used = state["seeds_used"]
-        self.skipped_updates = self._skipped_at_load = state["skipped_updates"]
-        self.ent_boost = state.get("ent_boost", 0.0)
-        self.features_frozen = state.get("features_frozen", False)
+        if "policy" in rng and getattr(learner.policy, "generator", None) is not None:
+            learner.policy.generator.set_state(rng["policy"])
+        run_state.restore(state)
         best = self.run_dir / checkpoints.BEST_POLICY / checkpoints.STATE_FILE
-        self.best_eval = None
+        run_state.best_eval = None
         if best.exists():  # its weights are where the run is now (a run copied or moved)
-            self.best_eval = json.loads(best.read_text())["best_eval"] | {
+            run_state.best_eval = json.loads(best.read_text())["best_eval"] | {
                 "weights": str(best.parent)
             }
-        if "np_rng" in state:
-            self.np_rng.bit_generator.state = state["np_rng"]
         algorithm = ckpt / ALGORITHM_FILE
-        self.load_extra_state(state, load_file(str(algorithm)) if algorithm.exists() else {})
-        self.weights.cache.clear()
+        load_extra_state = getattr(self.algorithm, "load_extra_state", None)
+        if load_extra_state is not None:
+            load_extra_state(state, load_file(str(algorithm)) if algorithm.exists() else {})
+        learner.weights.cache.clear()
 
 
 def _contiguous(state: dict[str, Any]) -> dict[str, Any]:
     return {k: v.detach().contiguous().cpu() for k, v in state.items()}
 
 
-__all__ = ["REF_HEAD_FILE", "TRAINING_STATS", "Checkpointing"]
+__all__ = ["REF_HEAD_FILE", "TRAINING_STATS", "Checkpointer"]

@@ -44,7 +44,7 @@ from llmgym.files import write_text
 #: Written last into every checkpoint; a folder without a readable one is incomplete.
 STATE_FILE = "trainer_state.json"
 POINTER = "latest"
-BEST_POLICY = "best_policy"  # the run's best-evaluated policy (Checkpointing.keep_if_best)
+BEST_POLICY = "best_policy"  # the run's best-evaluated policy (Checkpointer.keep_if_best)
 _ITER = re.compile(r"iter_(\d+)")
 
 

@@ -71,8 +71,8 @@ def export_run(run: str | Path, out: str | Path, *, merge: bool = False) -> Path
         "run": str(Path(run).resolve()),
         "base_model": config.policy.model,
         "algo": trainer.algo,
-        "iteration": trainer.iteration,
-        "env_steps": trainer.env_steps,
+        "iteration": trainer.state.iteration,
+        "env_steps": trainer.state.env_steps,
         "env_id": config.run.env_id,
         "policy": _acting_fields(config.policy.acting()),
     }

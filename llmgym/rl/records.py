@@ -49,19 +49,19 @@ def result_record(
         "recipe_hash": recipe.fingerprint() if recipe else None,
         "recipe_overrides": plan.overrides,
         "resumed": resumed,
-        "env_steps": trainer.env_steps,
-        "episodes": trainer.episodes_done,
-        "updates": trainer.iteration,
+        "env_steps": trainer.state.env_steps,
+        "episodes": trainer.state.episodes_done,
+        "updates": trainer.state.iteration,
         "wall_s": round(wall_s, 1),  # this invocation only (a resumed run adds to earlier ones)
-        "machine": machine_description(trainer.device),
+        "machine": machine_description(trainer.learner.device),
         # the float arithmetic of a rerun differs with these (a record is reproduced exactly
         # only with the same versions)
         "versions": library_versions(),
         "eval_method": final.get("method", "sampled"),
         "start_value": start["mean_return"],
         # The same evaluation right after the SFT warm start (the RL run's own starting point).
-        "sft_value": trainer.first_eval["mean_return"]
-        if config.sft.source != "none" and trainer.first_eval
+        "sft_value": trainer.state.first_eval["mean_return"]
+        if config.sft.source != "none" and trainer.state.first_eval
         else None,
         "eval_value": final["mean_return"],
         "eval_ci95": final["ci95"],
@@ -73,8 +73,8 @@ def result_record(
         "parse_rate": final["parse_rate"],
         "eval_seeds": f"{EVAL_SEED_BASE}..{EVAL_SEED_BASE + episodes - 1}",
         "baselines_same_seeds": baselines(config.run.env_id, config.run.env_kwargs, seeds),
-        "best_eval": trainer.best_eval,  # the best evaluation and its kept policy
-        "stopped_at_goal": trainer.reached_stop_at(),  # --stop-at ended training early
+        "best_eval": trainer.state.best_eval,  # the best evaluation and its kept policy
+        "stopped_at_goal": trainer.checkpointer.reached_stop_at(),  # --stop-at ended training early
         "command": command,
     }
 

@@ -1,19 +1,25 @@
-"""The loop every online RL trainer shares, and the hand-off to its algorithm.
+"""The loop every online RL run shares, composed of its parts.
 
-One iteration: ``collect()`` complete episodes with the current policy -> ``update(episodes)``
-(the algorithm: advantages into a :class:`~llmgym.rl.batch.RolloutBatch`, then its loss through
-:meth:`Trainer.run_epochs`, the one epoch x minibatch x optimizer-step loop) -> log -> evaluate
-every ``eval.every`` iterations -> checkpoint every ``run.checkpoint_every``. ``train()`` runs
-it until the env-step or episode budget is spent; ``train(resume=True)`` continues from the
-newest checkpoint, exactly.
+One iteration, :meth:`Trainer.run_iteration`: the algorithm collects complete episodes with
+the current policy (through the :class:`~llmgym.rl.collector.Collector`), the learner prepares
+(feature statistics, ``lora.init``), the algorithm updates (its targets into a
+:class:`~llmgym.rl.batch.RolloutBatch`, its loss through
+:meth:`~llmgym.rl.learner.Learner.run_epochs`), then log, evaluate every ``eval.every``
+iterations and checkpoint every ``run.checkpoint_every``. ``train()`` runs it until the
+env-step or episode budget is spent; ``train(resume=True)`` continues from the newest
+checkpoint, exactly.
 
-Each algorithm (``algorithms/``: ``ppo.py``, ``qac.py``, ``grpo.py``, ``reinforce.py``)
-subclasses :class:`Trainer` and implements :meth:`Trainer.update`. The trainer owns its parts:
-the policy (``llmgym.policy``), which weights train and the reference
-(:class:`~llmgym.rl.weights.Weights`), the optimizers (``optim.py``), several processes
-(``distributed.py``), the metrics log (``logger.py``), checkpoints (``checkpointing.py``) and
-its evaluations (``run_evaluation.py``). Nothing writes into the rollout's records: an update reads
-episodes and builds its own batch.
+The parts, each handed what it uses through its constructor:
+
+- :class:`~llmgym.rl.state.RunState`: the counters and the minibatch stream;
+- :class:`~llmgym.rl.learner.Learner`: the trained weights, optimizer and update steps;
+- :class:`~llmgym.rl.collector.Collector`: the training episodes;
+- the algorithm (``ALGORITHMS[config.algo]``, ``algorithms/``): targets and loss;
+- :class:`~llmgym.rl.checkpointing.Checkpointer`: checkpoints and policy directories;
+- :class:`~llmgym.rl.run_evaluation.RunEvaluation`: evaluations;
+- :class:`~llmgym.rl.logger.MetricsLogger`: the metrics log (made by :meth:`Trainer.train`).
+
+Nothing writes into the rollout's records: an update reads episodes and builds its own batch.
 """
 
 from __future__ import annotations
@@ -35,10 +41,13 @@ from llmgym.evaluation.evaluator import evaluation_kwargs
 from llmgym.policy.action_head import head_for, state_layers
 from llmgym.policy.models import load_model_for
 from llmgym.rl import checkpoints
-from llmgym.rl.checkpointing import Checkpointing
+from llmgym.rl.algorithms import algorithm
+from llmgym.rl.checkpointing import Checkpointer
+from llmgym.rl.collector import Collector
 from llmgym.rl.config import TrainConfig
 from llmgym.rl.distributed import Processes
 from llmgym.rl.envs import make_envs
+from llmgym.rl.learner import Learner
 from llmgym.rl.logger import MetricsLogger
 from llmgym.rl.metrics import (
     collapse_warnings,
@@ -49,18 +58,17 @@ from llmgym.rl.metrics import (
     rollout_metrics,
 )
 from llmgym.rl.run_evaluation import RunEvaluation
-from llmgym.rl.update import UpdateSteps
+from llmgym.rl.state import RunState
 from llmgym.rl.weights import Weights
-from llmgym.rollout import Episode, play
+from llmgym.rollout import Episode
 
 EVAL_SEED_BASE = 1_000_000
 """Evaluation episodes use seeds ``EVAL_SEED_BASE + i``: disjoint from training seeds."""
 
 
-class Trainer(UpdateSteps, Checkpointing):
-    """Online RL over text envs. Subclasses implement :meth:`update`; see the module docstring."""
-
-    algo = "base"
+class Trainer:
+    """Online RL over text envs with the algorithm ``config.algo`` names; see the module
+    docstring."""
 
     def __init__(
         self,
@@ -74,6 +82,8 @@ class Trainer(UpdateSteps, Checkpointing):
         self.torch = torch
         config.validate()  # before the model loads
         self.config = config
+        self.algo: str = getattr(config, "algo", "")
+        entry = algorithm(self.algo)
         run = config.run
         #: The vLLM engine the policy acts through (``policy.uses_vllm``), else None.
         self.vllm: Any = None
@@ -106,10 +116,14 @@ class Trainer(UpdateSteps, Checkpointing):
                 config.policy.backbone,
             )
         self.tokenizer = tokenizer
-        self.device = next(model.parameters()).device
-        self.weights = Weights(config)
-        self.model = self.weights.prepare(model)
-        self.policy = self._make_policy(policy_config)
+        self._warned: Counter[str] = Counter()
+        self.state = RunState(seed=run.seed)
+        weights = Weights(config)
+        model = weights.prepare(model)
+        self.policy = self._make_policy(model, policy_config)
+        self.learner = Learner(
+            config, model, self.policy, weights, self.processes, self.state, self._warn, self.vllm
+        )
         # No env_id: the trainer only updates on episodes handed to it (llmgym.Agent). The envs
         # keep the chat history (policy.history), so it follows each env's episodes.
         make = partial(make_envs, run.env_id, run.num_envs, history=config.policy.history)
@@ -118,34 +132,22 @@ class Trainer(UpdateSteps, Checkpointing):
         eval_kwargs = evaluation_kwargs(run.env_kwargs)
         eval_envs = make(eval_kwargs) if run.env_id and eval_kwargs != run.env_kwargs else None
         self.evaluation = RunEvaluation(config, eval_envs or self.envs, eval_kwargs, self.torch)
-        self.iteration = 0
-        self.env_steps = 0
-        self.episodes_done = 0
-        self.seeds_used = 0
-        self.skipped_updates = 0
-        self._warned: Counter[str] = Counter()
-        self.extra_modules: dict[str, Any] = {}  # e.g. PPO's value head (saved, optimised)
-        self.module_lr: dict[str, float] = {}  # learning rates of extra modules (else the main)
-        self.ent_boost = 0.0  # added to the entropy bonus while entropy is below min_entropy
-        self.features_frozen = False  # after SFT the head keeps the demos' feature map
-        self.best_eval: dict[str, Any] | None = None  # the best evaluation (keep_if_best)
-        self.recent_successes: list[Any] = []  # turns that ``sft.during_rl`` trains on
-        self.first_eval: dict[str, Any] | None = None  # the iteration-0 evaluation of train()
-        #: Shuffles minibatches (and draws GRPO's branch points); checkpointed.
-        self.np_rng = np.random.default_rng(run.seed + 1)
-        if self.policy.head is not None:
-            self.extra_modules["action_head"] = self.policy.head
-            self.module_lr["action_head"] = config.optim.head_rate()
-        self.setup()
-        self.optimizer = self._make_optimizer()
-        self.average = self._make_average()  # optim.average_decay's (llmgym.rl.averaging)
+        self.collector = Collector(config, self.envs, self.policy, self.processes, self.state)
+        self.algorithm = entry.algorithm_class()(config, self.learner, self.collector, self.state)
+        self.learner.start()  # after the algorithm added its modules (a critic)
+        self.checkpointer = Checkpointer(
+            config, self.algo, self.run_dir, self.learner, self.state, self.algorithm,
+            self.processes,
+        )  # fmt: skip
         self.logger: MetricsLogger | None = None
         self._seed_sampling()
 
-    # ---- construction ----------------------------------------------------------------------
+    @property
+    def model(self) -> Any:
+        """The model being trained (the learner's; a reference refresh replaces it)."""
+        return self.learner.model
 
-    def setup(self) -> None:
-        """Hook for subclasses: build extra modules before the optimizer is created."""
+    # ---- construction ----------------------------------------------------------------------
 
     def _device_name(self) -> str:
         """``config.run.device``; with several GPU processes, this process's own GPU."""
@@ -163,14 +165,14 @@ class Trainer(UpdateSteps, Checkpointing):
         """With several processes, a sampling stream of its own for each (from the seed, the
         iteration and the rank); one process keeps the stream its seed started."""
         if self.processes.num > 1:
-            rank, iteration = self.processes.rank, self.iteration
+            rank, iteration = self.processes.rank, self.state.iteration
             seed = (self.config.run.seed * 1_000_003 + iteration * 1009 + rank + 1) % 2**32
             self._seed_everything(seed)
             generator = getattr(self.policy, "generator", None)
             if generator is not None:
                 generator.manual_seed(seed)
 
-    def _make_policy(self, policy_config: Any = None) -> Any:
+    def _make_policy(self, model: Any, policy_config: Any = None) -> Any:
         from llmgym.policy import LLMPolicy
 
         if self.vllm is not None:  # act through vLLM; updates recompute locally
@@ -186,61 +188,34 @@ class Trainer(UpdateSteps, Checkpointing):
                     lambda path: write_weights(self, path), self.run_dir / "vllm_weights", prefix
                 )
         return LLMPolicy(
-            self.model,
+            model,
             self.tokenizer,
             policy_config or self.config.policy.acting(),
-            head=head_for(self.model, self.config.policy),
+            head=head_for(model, self.config.policy),
             memoize=not self.config.optim.train_backbone,
             backend=self.vllm,
-            layers=state_layers(self.model, self.config.policy),
+            layers=state_layers(model, self.config.policy),
         )
 
     # ---- collecting and updating -----------------------------------------------------------
 
-    def next_seeds(self, n: int) -> list[int]:
-        """Env seeds of the next ``n`` training episodes (deterministic in the episode index)."""
-        base = self.config.run.seed * 100_003
-        seeds = [base + self.seeds_used + i for i in range(n)]
-        self.seeds_used += n
-        return seeds
-
-    def act(self, observations: list[str], infos: list[dict[str, Any]]) -> list[Any]:
-        """The training rollouts' actor: the policy, sampling."""
-        return self.policy.act(observations, infos, greedy=False)
-
     def collect(self) -> list[Episode]:
-        """Episodes for one iteration (GRPO overrides this to form groups). They are complete
-        unless the env-step budget runs out: the last collection stops when it is spent and the
-        episodes it cuts end truncated (PPO bootstraps them from its value head)."""
-        seeds = self.processes.shard(self.next_seeds(self.config.run.episodes_per_update))
-        return play(
-            self.act,
-            self.envs,
-            seeds,
-            first_index=self.episodes_done,
-            max_total_steps=self._steps_left_here(),
-        )
-
-    def _steps_left_here(self) -> int:
-        """This process's share of the env steps left in the budget."""
-        left = max(self.config.run.total_env_steps - self.env_steps, 0)
-        num, rank = self.processes.num, self.processes.rank
-        return left // num + (rank < left % num)
-
-    def update(self, episodes: list[Episode], acted: list[Any] | None = None) -> dict[str, float]:
-        """The algorithm: advantages, the loss, the optimizer steps; returns metrics.
-        ``acted``: the samples' outputs under the acting weights, when already computed."""
-        raise NotImplementedError
+        """Episodes for one iteration: the algorithm's (GRPO forms groups), else the
+        collector's."""
+        collect = getattr(self.algorithm, "collect", self.collector.collect)
+        return collect()
 
     def train_on_episodes(self, episodes: list[Episode]) -> dict[str, Any]:
         """One update on finished episodes (collected by :meth:`collect` or handed in by
         ``llmgym.Agent``); advances the counters and returns the metrics."""
-        self._anneal()
+        state, learner = self.state, self.learner
+        if self.config.optim.anneal_lr and self.envs:
+            learner.anneal(max(0.0, 1.0 - self._spent() / max(self._budget(), 1)))
         steps, count = self.processes.sum([sum(e.length for e in episodes), len(episodes)])
-        self.env_steps += int(steps)
-        self.episodes_done += int(count)
+        state.env_steps += int(steps)
+        state.episodes_done += int(count)
         if self.config.optim.train_backbone:
-            self.model.train()
+            learner.model.train()
         clean = [e for e in episodes if math.isfinite(e.ret)]
         nonfinite = sum(not math.isfinite(s.reward) for e in episodes for s in e.steps)
         if nonfinite:
@@ -251,18 +226,16 @@ class Trainer(UpdateSteps, Checkpointing):
             )
         metrics: dict[str, Any] = {}
         if clean:
-            self._init_lora(clean)
-            self._refresh_head_features(clean)
-            acted, gap = self._vllm_gap(clean)
-            metrics = self.update(clean, acted) | gap
-            self.adapt_entropy(metrics.get("charts/entropy"))
+            acted, gap = learner.prepare(clean)
+            metrics = self.algorithm.update(clean, acted) | gap
+            learner.adapt_entropy(metrics.get("charts/entropy"))
             if self.config.sft.during_rl > 0:
                 from llmgym.rl.algorithms.sft import continued_sft
 
                 metrics |= continued_sft(self, clean)
-            self.average.update()
-            self.sync_acting_weights()
-        self.iteration += 1
+            learner.average.update()
+            learner.sync_acting_weights()
+        state.iteration += 1
         everyone = (
             episodes if self.processes.num == 1 else self.processes.gather(light_copies(episodes))
         )
@@ -271,14 +244,38 @@ class Trainer(UpdateSteps, Checkpointing):
             | rollout_metrics(everyone)
             | {
                 "llmgym/nonfinite_rewards": nonfinite,
-                "iteration": self.iteration,
-                "episodes": self.episodes_done,
-                "train/skipped_updates": self.skipped_updates,
-                "train/ent_coef": self.ent_coef,
-                "train/lr": self.optimizer.param_groups[0]["lr"],
-                **self._module_rates(),
+                "iteration": state.iteration,
+                "episodes": state.episodes_done,
+                "train/skipped_updates": state.skipped_updates,
+                "train/ent_coef": learner.ent_coef,
+                "train/lr": learner.optimizer.param_groups[0]["lr"],
+                **learner.module_rates(),
             }
         )
+
+    def _budget(self) -> int:
+        """What the run will spend (the progress bar's total, ``anneal_lr``'s horizon): env
+        steps, or the episodes of the whole updates that an episode budget allows."""
+        run = self.config.run
+        if not run.total_episodes:
+            return run.total_env_steps
+        return math.ceil(run.total_episodes / run.episodes_per_update) * run.episodes_per_update
+
+    def _spent(self) -> int:
+        return self.state.episodes_done if self.config.run.total_episodes else self.state.env_steps
+
+    # ---- checkpoints -----------------------------------------------------------------------
+
+    def save_policy(self, path: str | Path) -> Path:
+        """The acting policy as a small directory that ``llm:MODEL@PATH`` loads
+        (:meth:`Checkpointer.save_policy`)."""
+        return self.checkpointer.save_policy(path)
+
+    def load_checkpoint(self, path: str | Path | None = None) -> None:
+        """Restore a checkpoint (the newest of the run by default) and, with several
+        processes, each one's sampling stream at its iteration."""
+        self.checkpointer.load_checkpoint(path)
+        self._seed_sampling()
 
     # ---- evaluation ------------------------------------------------------------------------
 
@@ -286,7 +283,7 @@ class Trainer(UpdateSteps, Checkpointing):
         """Mean return, its 95 % CI, success rate and parse rate over fixed evaluation seeds
         (``EvalResult.summary``); or the greedy policy's exact expected return
         (``eval_method``). Of the weights' average where ``optim.average_decay`` keeps one."""
-        with self.average.applied():
+        with self.learner.average.applied():
             return self._evaluate(episodes, seed_base)
 
     def _evaluate(self, episodes: int | None, seed_base: int) -> dict:
@@ -302,37 +299,37 @@ class Trainer(UpdateSteps, Checkpointing):
         """Run until the budget is spent; returns the final evaluation (over ``final_episodes``
         episodes, default ``eval_episodes``; the exact value needs none), made after the last
         checkpoint so that an interrupted final evaluation resumes without repeating an update."""
-        cfg = self.config
+        cfg, state, checkpointer = self.config, self.state, self.checkpointer
         main = self.processes.is_main
         if resume:
-            checkpoint = self.latest_checkpoint()
+            checkpoint = self.checkpointer.latest_checkpoint()
             self.load_checkpoint()
-            self.sync_acting_weights()  # the server acts with the checkpoint's adapter
+            self.learner.sync_acting_weights()  # the server acts with the checkpoint's adapter
             self.say(
-                f"Resumed from {checkpoint}: iteration {self.iteration}, {self.env_steps} env "
-                f"steps, {self.episodes_done} episodes."
+                f"Resumed from {checkpoint}: iteration {state.iteration}, {state.env_steps} env "
+                f"steps, {state.episodes_done} episodes."
             )
         elif main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             checkpoints.start_fresh(self.run_dir)
-            self.save_run_info()
+            checkpointer.save_run_info()
         self.processes.wait()
         self.logger = MetricsLogger(self.run_dir, cfg.to_dict()) if main else None
         if resume and self.logger is not None:
-            self.logger.truncate(self.env_steps)
+            self.logger.truncate(state.env_steps)
         pbar = progress_bar(cfg.run.progress and main, total=self._budget(), initial=self._spent())
         try:
-            if self.iteration == 0 and not resume:
+            if state.iteration == 0 and not resume:
                 self._first_evaluation(pbar)
             while not self._done():
                 self.run_iteration(pbar)
-            self.check_trained()  # a run whose every step was skipped stops here, failed
-            self.save_checkpoint()
+            checkpointer.check_trained()  # a run whose every step was skipped stops here, failed
+            checkpointer.save_checkpoint()
             final = self.evaluate(final_episodes)
-            self.keep_if_best(final)
-            final_row = eval_metrics(final) | {"iteration": self.iteration}
+            checkpointer.keep_if_best(final)
+            final_row = eval_metrics(final) | {"iteration": state.iteration}
             if self.logger is not None:
-                checkpoints.log_once(self.logger, final_row, self.env_steps)
+                checkpoints.log_once(self.logger, final_row, state.env_steps)
             return final
         finally:
             if pbar is not None:
@@ -350,20 +347,21 @@ class Trainer(UpdateSteps, Checkpointing):
             from llmgym.rl.algorithms.sft import warm_start
 
             metrics |= warm_start(self)
-            self.sync_acting_weights()
+            self.learner.sync_acting_weights()
         if self.config.eval.start:
             ev = self.evaluate()
-            self.first_eval = ev  # after the SFT warm start, when there is one
+            self.state.first_eval = ev  # after the SFT warm start, when there is one
             metrics |= eval_metrics(ev) | {"perf/eval_s": time.perf_counter() - start}
             self.say(f"iter 0: {eval_line(ev)}", pbar)
         if metrics and self.logger is not None:
-            self.logger.log(metrics, self.env_steps)
+            self.logger.log(metrics, self.state.env_steps)
         if warm:
-            self.save_checkpoint()  # iter_000000 = the SFT warm start (RL can restart here)
+            # iter_000000: the SFT warm start (RL can restart here)
+            self.checkpointer.save_checkpoint()
 
     def run_iteration(self, pbar: Any = None) -> dict[str, Any]:
         """Collect, update, log, maybe evaluate and checkpoint. Returns the logged metrics."""
-        cfg = self.config
+        cfg, state, checkpointer = self.config, self.state, self.checkpointer
         t0 = time.perf_counter()
         episodes = self.collect()
         t1 = time.perf_counter()
@@ -376,19 +374,21 @@ class Trainer(UpdateSteps, Checkpointing):
             "perf/update_s": t2 - t1,
             "perf/iteration_s": t2 - t0,
         }
-        if cfg.eval.every and self.iteration % cfg.eval.every == 0 and not self._done():
+        if cfg.eval.every and state.iteration % cfg.eval.every == 0 and not self._done():
             ev = self.evaluate()
             metrics |= eval_metrics(ev)
-            self.keep_if_best(ev)
-            stop = "; eval.stop_at is reached, so training stops" if self.reached_stop_at() else ""
+            checkpointer.keep_if_best(ev)
+            reached = checkpointer.reached_stop_at()
+            stop = "; eval.stop_at is reached, so training stops" if reached else ""
             self.say(
-                f"iter {self.iteration} ({self.env_steps} env steps): {eval_line(ev)}{stop}", pbar
+                f"iter {state.iteration} ({state.env_steps} env steps): {eval_line(ev)}{stop}",
+                pbar,
             )
         self.diagnose(metrics, episodes)
-        if self.logger is not None and self.iteration % cfg.run.log_every == 0:
-            self.logger.log(metrics, self.env_steps)
-        if cfg.run.checkpoint_every and self.iteration % cfg.run.checkpoint_every == 0:
-            self.save_checkpoint()
+        if self.logger is not None and state.iteration % cfg.run.log_every == 0:
+            self.logger.log(metrics, state.env_steps)
+        if cfg.run.checkpoint_every and state.iteration % cfg.run.checkpoint_every == 0:
+            checkpointer.save_checkpoint()
         if pbar is not None:
             pbar.n = min(self._spent(), pbar.total)
             pbar.set_postfix(
@@ -401,9 +401,10 @@ class Trainer(UpdateSteps, Checkpointing):
         return metrics
 
     def _done(self) -> bool:
-        run = self.config.run
-        episodes = run.total_episodes and self.episodes_done >= run.total_episodes
-        return self.reached_stop_at() or bool(episodes) or self.env_steps >= run.total_env_steps
+        run, state = self.config.run, self.state
+        episodes = run.total_episodes and state.episodes_done >= run.total_episodes
+        reached = self.checkpointer.reached_stop_at()
+        return reached or bool(episodes) or state.env_steps >= run.total_env_steps
 
     # ---- diagnostics -----------------------------------------------------------------------
 

@@ -36,7 +36,7 @@ def test_a_bf16_lora_step_on_cuda_changes_the_weights(mode, tmp_path):
     base = trainer.model.get_base_model()
     assert base.get_input_embeddings().weight.dtype == torch.bfloat16
     assert base.get_input_embeddings().weight.device.type == "cuda"
-    trained = trainer.trainable_parameters()
+    trained = trainer.learner.trainable_parameters()
     assert all(p.device.type == "cuda" and p.dtype == torch.float32 for p in trained)
     before = [p.detach().clone() for p in trained]
     trainer.run_iteration()
@@ -48,7 +48,7 @@ def test_the_action_head_and_the_critic_live_on_cuda(tmp_path):
     from llmgym.rl import make_trainer
 
     trainer = make_trainer("ppo", output_dir=str(tmp_path), train_backbone=False, **FAST)
-    for module in (trainer.policy.head, trainer.value_head):
+    for module in (trainer.policy.head, trainer.algorithm.critic.value_head):
         assert all(p.device.type == "cuda" for p in module.parameters())
     metrics = trainer.run_iteration()
     assert metrics["losses/grad_norm"] >= 0

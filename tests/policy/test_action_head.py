@@ -136,12 +136,12 @@ def test_entropy_bonus_applies_when_no_group_is_informative(tmp_path):
 
 def test_low_entropy_boosts_the_bonus_until_it_recovers(tmp_path):
     trainer = make_trainer("ppo", total_episodes=16, output_dir=str(tmp_path), **FAST)
-    trainer.adapt_entropy(0.01)
-    trainer.adapt_entropy(0.01)
-    assert trainer.ent_boost == pytest.approx(0.02)
-    assert trainer.ent_coef == pytest.approx(trainer.config.ent_coef + 0.02)
-    trainer.adapt_entropy(0.5)
-    assert trainer.ent_boost == pytest.approx(0.01)
+    trainer.learner.adapt_entropy(0.01)
+    trainer.learner.adapt_entropy(0.01)
+    assert trainer.state.ent_boost == pytest.approx(0.02)
+    assert trainer.learner.ent_coef == pytest.approx(trainer.config.ent_coef + 0.02)
+    trainer.learner.adapt_entropy(0.5)
+    assert trainer.state.ent_boost == pytest.approx(0.01)
 
 
 @pytest.mark.parametrize("train_backbone", [False, True])
@@ -218,7 +218,7 @@ def test_head_layers_concatenate_those_hidden_states_learn_and_restore(tmp_path)
     trainer = _head_only_trainer(tmp_path, head_layers=[1, -1])
     policy, size = trainer.policy, trainer.model.config.hidden_size
     assert policy.head.layers == (1, -1) and policy.head.feature_size == 2 * size
-    assert trainer.value_head.in_features == 2 * size
+    assert trainer.algorithm.critic.value_head.in_features == 2 * size
     info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
     with torch.no_grad():
         sample = policy.act([ROOMS[0][0]], [info])[0]

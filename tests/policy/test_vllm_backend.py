@@ -257,7 +257,7 @@ def test_training_through_vllm_logs_the_gap_and_hot_loads_each_update(server, tm
     assert FakeVLLM.requests and all(r["model"] == "fake-model" for r in FakeVLLM.requests)
     samples = [s.sample for e in episodes for s in e.steps]
     trainer.model.train()
-    recomputed = [float(x) for out in trainer.recompute(samples) for x in out.logprob]
+    recomputed = [float(x) for out in trainer.learner.recompute(samples) for x in out.logprob]
     want = np.mean([abs(s.logprobs[0] - r) for s, r in zip(samples, recomputed)])
     metrics = trainer.train_on_episodes(episodes)
     # The fake server's log-probs are not the tiny model's: the gap is large and exact.
@@ -278,7 +278,7 @@ def test_training_through_vllm_logs_the_gap_and_hot_loads_each_update(server, tm
     if algo != "reinforce":
         return
     # --resume: the checkpoint's adapter is loaded before anything acts.
-    trainer.save_checkpoint()
+    trainer.checkpointer.save_checkpoint()
     resumed = _vllm_trainer(server, tmp_path, algo, total_env_steps=1)  # budget already spent
     assert resumed.vllm.model == "fake-model"
     resumed.evaluate = lambda *args, **kwargs: dict.fromkeys(

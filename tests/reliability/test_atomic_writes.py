@@ -181,13 +181,13 @@ def test_a_checkpoint_on_a_full_disk_leaves_no_partial_folder(trainer, monkeypat
 
     monkeypatch.setattr(torch, "save", save_cut_short)
     with pytest.raises(OutputError, match=r"Cannot write .*iter_\d+ \(the write stopped short"):
-        trainer.save_checkpoint()
+        trainer.checkpointer.save_checkpoint()
     monkeypatch.undo()
     assert (
         not (trainer.run_dir / "checkpoints").exists()
         or _leftovers(trainer.run_dir / "checkpoints") == []
     )
-    path = trainer.save_checkpoint()  # space again: it works
+    path = trainer.checkpointer.save_checkpoint()  # space again: it works
     assert (path / "trainer_state.json").exists()
 
 

@@ -87,7 +87,7 @@ def test_a_run_with_damaged_weights_stops_the_bench(tmp_path, damage):
         episodes_per_update=8,
         progress=False,
     )
-    trainer.save_checkpoint()
+    trainer.checkpointer.save_checkpoint()
     (ckpt,) = (run / "checkpoints").glob("iter_*")
     weights = ckpt / "model.safetensors"
     if damage == "truncated":

@@ -44,12 +44,12 @@ def _resume(run: Path, *args: str, env: str = A) -> object:
 @pytest.fixture
 def no_model_load(monkeypatch):
     """Fail if the command gets as far as building a trainer."""
-    import llmgym.rl
+    import llmgym.rl.trainer
 
-    def refuse(algo):
-        raise AssertionError(f"a {algo} trainer was built: the resume was not refused first")
+    def refuse(config, *args, **kwargs):
+        raise AssertionError(f"a {config.algo} trainer was built: the resume was not refused first")
 
-    monkeypatch.setattr(llmgym.rl, "trainer_class", refuse)
+    monkeypatch.setattr(llmgym.rl.trainer, "Trainer", refuse)
 
 
 @pytest.mark.parametrize(

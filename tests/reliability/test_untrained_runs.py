@@ -77,8 +77,8 @@ def trained(tmp_path_factory):
         **SMALL,
     )
     trainer.run_iteration()
-    assert trainer.optimizer.steps == 1, "one optimizer step was taken"
-    trainer.save_checkpoint()
+    assert trainer.learner.optimizer.steps == 1, "one optimizer step was taken"
+    trainer.checkpointer.save_checkpoint()
     return trainer, trainer.save_policy(root / "policy")
 
 
@@ -86,7 +86,9 @@ def test_a_run_whose_every_update_was_skipped_is_not_saved_as_trained(tmp_path):
     trainer = make_trainer(
         "reinforce", env_id=bandit.register("a"), output_dir=str(tmp_path), **SMALL
     )
-    trainer.skipped_updates = 3  # as after three non-finite losses: the optimizer never stepped
+    trainer.state.skipped_updates = (
+        3  # as after three non-finite losses: the optimizer never stepped
+    )
     with pytest.raises(TrainingError, match="All 3 update steps of this run were skipped"):
         trainer.save_policy(tmp_path / "policy")
     assert not (tmp_path / "policy").exists()
@@ -94,11 +96,11 @@ def test_a_run_whose_every_update_was_skipped_is_not_saved_as_trained(tmp_path):
 
 def test_a_run_that_stepped_saves_as_before(trained, tmp_path):
     trainer, _ = trained
-    trainer.skipped_updates = 2  # some steps skipped, others taken: a trained policy
+    trainer.state.skipped_updates = 2  # some steps skipped, others taken: a trained policy
     try:
         assert (trainer.save_policy(tmp_path / "p") / "trainer_state.json").exists()
     finally:
-        trainer.skipped_updates = 0
+        trainer.state.skipped_updates = 0
 
 
 def _linked_out(folder: Path, name: str, outside: Path) -> None:

@@ -23,10 +23,9 @@ from typer.testing import CliRunner  # noqa: E402
 from llmgym.cli import app  # noqa: E402
 from llmgym.rl import ALGORITHMS, make_trainer, restore_trainer  # noqa: E402
 from llmgym.rl.algorithms import Algorithm, legacy_algo  # noqa: E402
-from llmgym.rl.algorithms.qac import QACTrainer  # noqa: E402
+from llmgym.rl.algorithms.qac import QCriticActor  # noqa: E402
 from llmgym.rl.batch import RolloutBatch  # noqa: E402
 from llmgym.rl.config import TrainConfig  # noqa: E402
-from llmgym.rl.trainer import Trainer  # noqa: E402
 
 BANDIT = register("b")  # the tiny model prefers "b": most turns pay, so every update moves
 FAST = dict(
@@ -46,8 +45,11 @@ class ToyConfig(TrainConfig):
     """The rewards' multiplier."""
 
 
-class ToyTrainer(Trainer):
-    algo = "toy"
+class Toy:
+    """The algorithm: its targets (rewards) and its loss, handed to the learner."""
+
+    def __init__(self, config: ToyConfig, learner: Any, collector: Any, state: Any) -> None:
+        self.config, self.learner = config, learner
 
     def update(self, episodes: list[Any], acted: Any = None) -> dict[str, float]:
         samples = [s.sample for e in episodes for s in e.steps]
@@ -56,15 +58,16 @@ class ToyTrainer(Trainer):
 
         def loss_fn(idx: list[int]) -> tuple[Any, dict[str, float]]:
             mb = batch.select(idx)
-            loss = -(self.evaluate_samples(mb.samples).logprob.float() * mb.advantages).mean()
+            out = self.learner.evaluate_samples(mb.samples)
+            loss = -(out.logprob.float() * mb.advantages).mean()
             return loss, {"losses/total": loss.item()}
 
-        return self.run_epochs(len(batch), loss_fn, 1)
+        return self.learner.run_epochs(len(batch), loss_fn, 1)
 
 
 @pytest.fixture
 def toy(monkeypatch):
-    monkeypatch.setitem(ALGORITHMS, "toy", Algorithm(ToyConfig, ToyTrainer, "a test's toy"))
+    monkeypatch.setitem(ALGORITHMS, "toy", Algorithm(ToyConfig, Toy, "a test's toy"))
 
 
 def test_a_toy_algorithm_trains_through_the_table_alone(toy, tmp_path):
@@ -101,7 +104,7 @@ def test_ppo_holds_no_q_critic_and_the_old_name_warns_and_still_works(tmp_path):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         trainer = make_trainer("ppo", q_critic=True, q_window=2, output_dir=str(tmp_path), **FAST)
-    assert isinstance(trainer, QACTrainer) and trainer.config.q_window == 2
+    assert isinstance(trainer.algorithm.critic, QCriticActor) and trainer.config.q_window == 2
     assert [str(w.message) for w in caught if w.category is DeprecationWarning] == [
         'make_trainer("ppo", q_critic=True) is deprecated; use make_trainer("qac").'
     ]
@@ -128,7 +131,8 @@ def test_a_run_made_as_ppo_with_q_critic_restores_and_resumes_as_qac(tmp_path):
     _as_written_before_qac(tmp_path)
     assert json.loads((tmp_path / "run.json").read_text())["config"]["q_critic"] is True
     restored = restore_trainer(str(tmp_path), device="cpu")
-    assert isinstance(restored, QACTrainer) and len(restored._q_memory) == 2
+    critic = restored.algorithm.critic
+    assert isinstance(critic, QCriticActor) and len(critic.q_memory) == 2
     result = CliRunner().invoke(
         app,
         ["train", BANDIT, "--resume", "--output", str(tmp_path), "--episodes", "24",

@@ -36,7 +36,7 @@ SETTINGS = dict(
 
 
 def _live(trainer):
-    return {k: p.detach().clone() for k, p in trainer.policy_parameters().items()}
+    return {k: p.detach().clone() for k, p in trainer.learner.policy_parameters().items()}
 
 
 def test_the_policy_saved_and_evaluated_is_the_average(tmp_path):
@@ -48,19 +48,21 @@ def test_the_policy_saved_and_evaluated_is_the_average(tmp_path):
     # Started at the first update's weights, then halfway to each new one.
     for key, first in history[0].items():
         want = (first * 0.5 + history[1][key] * 0.5) * 0.5 + history[2][key] * 0.5
-        assert torch.allclose(trainer.average.average[key], want, atol=1e-6), key
-    assert any(not torch.equal(history[2][k], trainer.average.average[k]) for k in history[2])
+        assert torch.allclose(trainer.learner.average.average[key], want, atol=1e-6), key
+    assert any(
+        not torch.equal(history[2][k], trainer.learner.average.average[k]) for k in history[2]
+    )
 
     seen = {}
     trainer._evaluate = lambda *args: seen.update(_live(trainer)) or {"mean_return": 0.0}
     trainer.evaluate()
-    for key, value in trainer.average.average.items():
+    for key, value in trainer.learner.average.average.items():
         assert torch.equal(seen[key], value), key
     for key, value in _live(trainer).items():  # the weights themselves once it is done
         assert torch.equal(value, history[2][key]), key
 
     saved = load_file(str(trainer.save_policy(tmp_path / "policy") / "model.safetensors"))
-    lora = {k: v for k, v in trainer.average.average.items() if "lora_" in k}
+    lora = {k: v for k, v in trainer.learner.average.average.items() if "lora_" in k}
     assert lora and len(saved) == len(lora)
     for key, value in lora.items():
         assert torch.equal(saved[key.replace(".default", "")], value), key
@@ -73,15 +75,15 @@ def test_the_average_survives_resume(tmp_path):
     half.train()
     resumed = make_trainer("ppo", **SETTINGS, total_episodes=12, output_dir=str(tmp_path / "half"))
     resumed.train(resume=True)
-    for key, value in full.average.average.items():
-        assert torch.allclose(resumed.average.average[key], value, atol=1e-6), key
+    for key, value in full.learner.average.average.items():
+        assert torch.allclose(resumed.learner.average.average[key], value, atol=1e-6), key
 
 
 def test_without_a_decay_nothing_is_kept(tmp_path):
     settings = SETTINGS | {"average_decay": 0.0}
     trainer = make_trainer("ppo", **settings, total_episodes=4, output_dir=str(tmp_path))
     trainer.train()
-    assert trainer.average.average is None
+    assert trainer.learner.average.average is None
     assert not list(tmp_path.glob("checkpoints/*/weight_average.safetensors"))
 
 

@@ -41,36 +41,36 @@ def test_the_best_evaluation_is_kept_and_survives_resume_and_not_a_fresh_run(tmp
     # Every evaluation of the run was seen: the kept one is the best of them.
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     values = [r["eval/mean_return"] for r in rows if "eval/mean_return" in r]
-    assert trainer.best_eval["value"] == max(values)
+    assert trainer.state.best_eval["value"] == max(values)
     state = json.loads((best_dir / "trainer_state.json").read_text())
-    assert state["best_eval"] == trainer.best_eval
-    assert state["iteration"] == trainer.best_eval["iteration"]
+    assert state["best_eval"] == trainer.state.best_eval
+    assert state["iteration"] == trainer.state.best_eval["iteration"]
     assert load_trained_policy(str(best_dir)) is not None
 
     # A worse evaluation leaves it alone; a better one replaces it.
-    trainer.iteration += 1
-    trainer.keep_if_best({"mean_return": trainer.best_eval["value"] - 1.0})
+    trainer.state.iteration += 1
+    trainer.checkpointer.keep_if_best({"mean_return": trainer.state.best_eval["value"] - 1.0})
     assert (
         json.loads((best_dir / "trainer_state.json").read_text())["best_eval"] == state["best_eval"]
     )
-    trainer.keep_if_best({"mean_return": 2.0, "method": "sampled"})
+    trainer.checkpointer.keep_if_best({"mean_return": 2.0, "method": "sampled"})
     kept = json.loads((best_dir / "trainer_state.json").read_text())["best_eval"]
-    assert kept["value"] == 2.0 and kept["iteration"] == trainer.iteration
+    assert kept["value"] == 2.0 and kept["iteration"] == trainer.state.iteration
 
     # Resume reads the record from the kept policy; a fresh run in the same folder drops it.
     resumed = restore_trainer(str(tmp_path))
-    assert resumed.best_eval == kept
+    assert resumed.state.best_eval == kept
     moved = tmp_path.parent / f"{tmp_path.name}-moved"
     shutil.copytree(tmp_path, moved)  # a run copied elsewhere, resumed there (--resume)
     copy = make_trainer("ppo", **SETTINGS, total_env_steps=8, output_dir=str(moved))
     copy.load_checkpoint()
-    assert copy.best_eval["weights"] == str(moved / "best_policy")  # its own kept policy
+    assert copy.state.best_eval["weights"] == str(moved / "best_policy")  # its own kept policy
     start_fresh(tmp_path)
     assert not best_dir.exists()
     settings = SETTINGS | {"eval_every": 0}  # the final evaluation is the only one
     fresh = make_trainer("ppo", **settings, total_env_steps=4, output_dir=str(tmp_path))
     fresh.train()
-    assert fresh.best_eval["iteration"] == 1
+    assert fresh.state.best_eval["iteration"] == 1
     assert json.loads((best_dir / "trainer_state.json").read_text())["best_eval"]["value"] < 2.0
 
 
@@ -98,17 +98,17 @@ def test_stop_at_ends_training_at_the_first_evaluation_that_reaches_it(tmp_path,
     reached = SETTINGS | {"eval_stop_at": -1e9}  # every evaluation reaches it
     trainer = make_trainer("ppo", **reached, total_env_steps=40, output_dir=str(tmp_path))
     final = trainer.train()
-    assert (trainer.iteration, trainer.env_steps) == (1, 4)
+    assert (trainer.state.iteration, trainer.state.env_steps) == (1, 4)
     assert "eval.stop_at is reached, so training stops" in capsys.readouterr().out
-    assert final["episodes"] == 4 and trainer.best_eval["iteration"] == 1
+    assert final["episodes"] == 4 and trainer.state.best_eval["iteration"] == 1
     resumed = restore_trainer(str(tmp_path))
     resumed.train(resume=True)
-    assert (resumed.iteration, resumed.env_steps) == (1, 4)
+    assert (resumed.state.iteration, resumed.state.env_steps) == (1, 4)
 
     far = SETTINGS | {"eval_stop_at": 1e9}
     trainer = make_trainer("ppo", **far, total_env_steps=12, output_dir=str(tmp_path / "far"))
     trainer.train()
-    assert trainer.env_steps == 12 and "stop_at is reached" not in capsys.readouterr().out
+    assert trainer.state.env_steps == 12 and "stop_at is reached" not in capsys.readouterr().out
 
 
 def test_stop_at_from_the_command_line_is_recorded(tmp_path):

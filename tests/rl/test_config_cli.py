@@ -125,15 +125,15 @@ def test_the_config_refuses_a_bad_value_in_one_sentence(algo, item, sentence):
 @pytest.fixture
 def no_model_load(monkeypatch):
     """Fail the test if the command gets as far as building a trainer (which loads the model)."""
-    import llmgym.rl
+    import llmgym.rl.trainer
 
     built: list[str] = []
 
-    def trainer_class(algo):
-        built.append(algo)
+    def trainer(config, *args, **kwargs):
+        built.append(config.algo)
         raise AssertionError("a bad value reached the trainer")
 
-    monkeypatch.setattr(llmgym.rl, "trainer_class", trainer_class)
+    monkeypatch.setattr(llmgym.rl.trainer, "Trainer", trainer)
     return built
 
 

@@ -46,10 +46,10 @@ def _train(run_dir: Path, **config) -> Path:
     trainer = make_trainer("reinforce", **settings)
     trainer.train()
     if trainer.config.lora.enabled and trainer.config.optim.train_backbone:
-        trainer.refresh_reference()
+        trainer.learner.refresh_reference()
     for _ in range(2):
         trainer.run_iteration()
-    trainer.save_checkpoint()
+    trainer.checkpointer.save_checkpoint()
     return run_dir
 
 
@@ -171,7 +171,7 @@ def test_saving_lora_weights_offline_looks_nothing_up(tmp_path, monkeypatch):
     trainer.model.peft_config["default"].base_model_name_or_path = "no-such-org/no-such-model"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        trainer.save_checkpoint()
+        trainer.checkpointer.save_checkpoint()
         write_adapter(trainer, tmp_path / "adapter")
     assert not [w for w in caught if "Could not find a config file" in str(w.message)]
     assert (tmp_path / "adapter" / "adapter_model.safetensors").is_file()

@@ -117,11 +117,11 @@ def test_the_whitened_critic_learns_each_state_value_and_is_restored(tmp_path):
     )
     trainer.train()
     info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
-    samples = trainer.act(ROOMS, [info, info])
+    samples = trainer.collector.act(ROOMS, [info, info])
 
     def values(t):
         with torch.no_grad():
-            return t.value(t.evaluate_samples(samples).hidden).tolist()
+            return t.algorithm.critic.value(t.learner.evaluate_samples(samples).hidden).tolist()
 
     left, right = values(trainer)
     assert left - right > 0.7, (left, right)
@@ -171,11 +171,16 @@ def test_the_q_critic_scores_each_action_is_restored_and_needs_sum_scores(tmp_pa
     trainer = make_trainer("ppo", **settings, learning_rate=1e-9, total_episodes=32 * 6)
     trainer.train()
     info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
-    samples = trainer.act(ROOMS, [info, info])
+    samples = trainer.collector.act(ROOMS, [info, info])
 
     def q(t):
         with torch.no_grad():
-            return [x.tolist() for x in t.q_values(t.evaluate_samples(samples).hidden, samples)]
+            return [
+                x.tolist()
+                for x in t.algorithm.critic.q_values(
+                    t.learner.evaluate_samples(samples).hidden, samples
+                )
+            ]
 
     (left_a, left_b), (right_a, right_b) = q(trainer)
     assert left_a > left_b and right_b > right_a, q(trainer)
@@ -222,13 +227,13 @@ def test_the_q_critic_can_read_a_hidden_state_below_lora_that_training_leaves_al
     )
     trainer = make_trainer("ppo", **settings, learning_rate=3e-3, total_episodes=32 * 4)
     info = {"system_prompt": "Say a or b.", "valid_actions": ["a", "b"]}
-    samples = trainer.act(ROOMS, [info, info])
+    samples = trainer.collector.act(ROOMS, [info, info])
     with torch.no_grad():
-        before = trainer.evaluate_samples(samples)
+        before = trainer.learner.evaluate_samples(samples)
     assert before.hidden.shape == (2, trainer.model.config.hidden_size)
     trainer.train()
     with torch.no_grad():
-        after = trainer.evaluate_samples(samples)
+        after = trainer.learner.evaluate_samples(samples)
     assert torch.allclose(after.hidden, before.hidden, atol=1e-5)
     assert not torch.allclose(after.logprob, before.logprob, atol=1e-3)
     generate = {"mode": "generate", "q_critic": False, "output_dir": str(tmp_path / "g")}

@@ -53,13 +53,13 @@ def test_a_mirror_update_trains_on_both_sides(tmp_path):
         **FAST,
     )
     batches = []
-    old_logprobs = trainer.old_logprobs
+    old_logprobs = trainer.learner.old_logprobs
 
     def spy(samples, acted=None):
         batches.append([s.action_index for s in samples])
         return old_logprobs(samples, acted)
 
-    trainer.old_logprobs = spy
+    trainer.learner.old_logprobs = spy
     before = {k: v.clone() for k, v in trainer.policy.head.state_dict().items()}
     trainer.train(final_episodes=0)
     assert batches and all(len(b) % 2 == 0 for b in batches)

@@ -34,9 +34,9 @@ def test_a_single_optimizer_state_restores_into_optimizers():
 def test_sgd_head_is_its_own_optimizer_and_bad_names_fail_early(tmp_path):
     common = dict(model="tiny", env_id="Text-Blackjack-v1", output_dir=str(tmp_path))
     trainer = make_trainer("ppo", train_backbone=False, progress=False, **common)
-    kinds = [type(o).__name__ for o in trainer.optimizer.optimizers]
+    kinds = [type(o).__name__ for o in trainer.learner.optimizer.optimizers]
     assert kinds == ["AdamW", "SGD"]
-    assert trainer.optimizer.param_groups[-1]["lr"] == 0.3
+    assert trainer.learner.optimizer.param_groups[-1]["lr"] == 0.3
     with pytest.raises(TrainingError, match="head_optimizer must be one of sgd, adamw"):
         make_trainer("ppo", head_optimizer="lion", **common)
     for bad in ("fast", -0.1, float("nan")):

@@ -121,7 +121,7 @@ def test_bfloat16_weights_train(algo, tmp_path):
     )
     base = trainer.model.get_base_model()
     assert base.get_input_embeddings().weight.dtype == torch.bfloat16
-    trained = [p for p in trainer.trainable_parameters()]
+    trained = [p for p in trainer.learner.trainable_parameters()]
     before = [p.detach().clone() for p in trained]
     for _ in range(5):
         trainer.run_iteration()
@@ -136,12 +136,12 @@ def test_env_step_budget_is_never_exceeded(tmp_path):
     config = FAST | dict(env_id="Text-CartPole-v1", num_envs=4, episodes_per_update=4)
     trainer = make_trainer("ppo", total_env_steps=45, output_dir=str(tmp_path), **config)
     cut = []
-    bootstrap = trainer.bootstrap_values
-    trainer.bootstrap_values = lambda episodes: (
+    bootstrap = trainer.algorithm.bootstrap_values
+    trainer.algorithm.bootstrap_values = lambda episodes: (
         cut.extend(e for e in episodes if e.capped) or bootstrap(episodes)
     )
     trainer.train()
-    assert trainer.env_steps == 45
+    assert trainer.state.env_steps == 45
     assert cut and all(e.truncated and e.final_observation for e in cut)
 
 
@@ -159,16 +159,22 @@ def test_value_norm_critic_predicts_normalized_returns(head, tmp_path):
     assert (trainer.policy.head is not None) == head
     samples = [s.sample for e in trainer.collect() for s in e.steps]
     with torch.no_grad():
-        hidden = trainer.evaluate_samples(samples).hidden
-        normalized = trainer.normalized_value(hidden)
-        assert torch.equal(trainer.value(hidden), normalized)  # (0, 1) before any batch
-        trainer.renormalize([40.0, 60.0])  # the first batch sets the statistics
-        assert trainer.return_scale() == pytest.approx((50.0, 10.0))
-        assert torch.allclose(trainer.value(hidden), normalized * 10.0 + 50.0)
-        trainer.renormalize([100.0, 300.0])  # weights 0.1 and 0.09 (decay 0.9), debiased
+        hidden = trainer.learner.evaluate_samples(samples).hidden
+        normalized = trainer.algorithm.critic.normalized_value(hidden)
+        assert torch.equal(
+            trainer.algorithm.critic.value(hidden), normalized
+        )  # (0, 1) before any batch
+        trainer.algorithm.returns.renormalize(
+            [40.0, 60.0], trainer.processes
+        )  # the first batch sets the statistics
+        assert trainer.algorithm.returns.scale() == pytest.approx((50.0, 10.0))
+        assert torch.allclose(trainer.algorithm.critic.value(hidden), normalized * 10.0 + 50.0)
+        trainer.algorithm.returns.renormalize(
+            [100.0, 300.0], trainer.processes
+        )  # weights 0.1 and 0.09 (decay 0.9), debiased
         mean = (0.09 * 50.0 + 0.1 * 200.0) / 0.19
         square = (0.09 * 2600.0 + 0.1 * 50000.0) / 0.19
-    assert trainer.return_scale() == pytest.approx((mean, (square - mean**2) ** 0.5))
+    assert trainer.algorithm.returns.scale() == pytest.approx((mean, (square - mean**2) ** 0.5))
 
 
 def test_value_norm_decay_outside_its_range_is_refused(tmp_path):
@@ -198,8 +204,10 @@ def test_value_norm_critic_learns_the_returns_scale(tmp_path):
         episodes = trainer.collect()
         samples = [s.sample for e in episodes for s in e.steps]
         with torch.no_grad():
-            values = trainer.value(trainer.evaluate_samples(samples).hidden)
-        _, returns = trainer.advantages(episodes, values.tolist(), {})
+            values = trainer.algorithm.critic.value(
+                trainer.learner.evaluate_samples(samples).hidden
+            )
+        _, returns = trainer.algorithm.advantages(episodes, values.tolist(), {})
         returns = torch.tensor(returns)
         return float((values.mean() - returns.mean()).abs() / returns.mean())
 
@@ -212,10 +220,10 @@ def test_kl_to_reference_is_zero_before_the_first_update(tmp_path):
     episodes = trainer.collect()
     samples = [s.sample for e in episodes for s in e.steps]
     with torch.no_grad():
-        logp = trainer.evaluate_samples(samples).logprob
-    ref = trainer.reference_logprobs(samples)
+        logp = trainer.learner.evaluate_samples(samples).logprob
+    ref = trainer.learner.reference_logprobs(samples)
     assert torch.allclose(logp, ref, atol=1e-6)
-    metrics = trainer.update(episodes)
+    metrics = trainer.algorithm.update(episodes)
     assert metrics["losses/kl"] == pytest.approx(0.0, abs=1e-6)
 
 
@@ -236,7 +244,7 @@ def test_final_evaluation_comes_after_the_last_checkpoint(tmp_path):
     trainer.evaluate = spy
     final = trainer.train(final_episodes=5)
     assert final["episodes"] == 5
-    assert seen[-1] == (5, f"iter_{trainer.iteration:06d}") and trainer.iteration == 2
+    assert seen[-1] == (5, f"iter_{trainer.state.iteration:06d}") and trainer.state.iteration == 2
     assert [episodes for episodes, _ in seen] == [None, 5]  # the start, then the final one
 
 
@@ -278,8 +286,10 @@ def test_resume_keeps_the_q_critics_memory(tmp_path):
     run.train()  # two updates, then a checkpoint
     resumed = make_trainer("ppo", total_episodes=48, output_dir=str(tmp_path), **cfg)
     resumed.load_checkpoint()
-    assert len(resumed._q_memory) == len(run._q_memory) == 2
-    for (f1, a1, r1), (f2, a2, r2) in zip(run._q_memory, resumed._q_memory):
+    assert len(resumed.algorithm.critic.q_memory) == len(run.algorithm.critic.q_memory) == 2
+    for (f1, a1, r1), (f2, a2, r2) in zip(
+        run.algorithm.critic.q_memory, resumed.algorithm.critic.q_memory
+    ):
         assert torch.equal(f1, f2) and a1 == a2 and r1 == r2
 
 
@@ -288,7 +298,7 @@ def test_sft_lowers_demo_nll(tmp_path):
     demos = [Demo("Say a or b.", "Pick.", "a", ["a", "b"])] * 8
     samples = [demo_sample(trainer.policy, d) for d in demos]
     before = demo_nll(trainer.policy, samples)
-    stats = sft_train(trainer.policy, demos, params=trainer.trainable_parameters())
+    stats = sft_train(trainer.policy, demos, params=trainer.learner.trainable_parameters())
     assert stats["sft/nll_after"] < stats["sft/nll_before"]
     assert demo_nll(trainer.policy, samples) < before
 
@@ -302,16 +312,18 @@ def test_sft_warm_start_becomes_the_reference_and_resumes(tmp_path):
     trainer = make_trainer("reinforce", output_dir=str(tmp_path / "run"), **cfg)
     stats = warm_start(trainer)
     assert stats["sft/nll_after"] < stats["sft/nll_before"]
-    assert len(trainer.weights.merged_adapters) == 1  # the SFT policy is the KL reference now
+    assert (
+        len(trainer.learner.weights.merged_adapters) == 1
+    )  # the SFT policy is the KL reference now
     samples = [s.sample for e in trainer.collect() for s in e.steps]
     with torch.no_grad():
-        logp = trainer.evaluate_samples(samples).logprob
-    assert torch.allclose(logp, trainer.reference_logprobs(samples), atol=1e-5)
-    path = trainer.save_checkpoint()
+        logp = trainer.learner.evaluate_samples(samples).logprob
+    assert torch.allclose(logp, trainer.learner.reference_logprobs(samples), atol=1e-5)
+    path = trainer.checkpointer.save_checkpoint()
     again = make_trainer("reinforce", output_dir=str(tmp_path / "run"), **cfg)
     again.load_checkpoint(path)
     with torch.no_grad():
-        assert torch.allclose(again.evaluate_samples(samples).logprob, logp, atol=1e-5)
+        assert torch.allclose(again.learner.evaluate_samples(samples).logprob, logp, atol=1e-5)
 
 
 def test_sft_generate_mode_lowers_nll(tmp_path):
@@ -319,22 +331,22 @@ def test_sft_generate_mode_lowers_nll(tmp_path):
         "reinforce", total_episodes=16, output_dir=str(tmp_path), **(FAST | {"mode": "generate"})
     )
     demos = [Demo("Say a or b.", "Pick.", "a", ["a", "b"])] * 8
-    stats = sft_train(trainer.policy, demos, params=trainer.trainable_parameters())
+    stats = sft_train(trainer.policy, demos, params=trainer.learner.trainable_parameters())
     assert stats["sft/nll_after"] < stats["sft/nll_before"]
 
 
 def test_non_finite_loss_skips_the_update(tmp_path):
     trainer = make_trainer("reinforce", total_episodes=16, output_dir=str(tmp_path), **FAST)
-    before = [p.detach().clone() for p in trainer.trainable_parameters()]
+    before = [p.detach().clone() for p in trainer.learner.trainable_parameters()]
 
     def bad_loss(idx):
-        p = trainer.trainable_parameters()[0]
+        p = trainer.learner.trainable_parameters()[0]
         return p.sum() * float("nan"), {}
 
     with pytest.warns(RuntimeWarning, match="skipped an update"):
-        assert trainer.optimize([0, 1], bad_loss) is None
-    assert trainer.skipped_updates == 1
-    assert all(torch.equal(a, b) for a, b in zip(before, trainer.trainable_parameters()))
+        assert trainer.learner.optimize([0, 1], bad_loss) is None
+    assert trainer.state.skipped_updates == 1
+    assert all(torch.equal(a, b) for a, b in zip(before, trainer.learner.trainable_parameters()))
 
 
 @pytest.mark.parametrize("algo", ALGOS)
@@ -509,7 +521,7 @@ def test_full_fine_tune_checkpoint_loads_with_both_tied_keys_and_rejects_others(
     cfg = dict(FAST, lora=False)
     trainer = make_trainer("reinforce", total_episodes=16, output_dir=str(tmp_path), **cfg)
     trainer.train()
-    ckpt = trainer.latest_checkpoint()
+    ckpt = trainer.checkpointer.latest_checkpoint()
     file = ckpt / "model.safetensors"
     full = {k: v.detach().clone().contiguous() for k, v in trainer.model.state_dict().items()}
     save_file(full, str(file))  # an older checkpoint: every key, tied ones twice

@@ -51,7 +51,7 @@ def main(algo: str, out: Path) -> None:
     mine = [e for e in episodes if (e.group if grpo else e.index) % processes.num == processes.rank]
     trainer.train_on_episodes(mine)
     if processes.is_main:
-        modules = {"model": trainer.model, **trainer.extra_modules}
+        modules = {"model": trainer.model, **trainer.learner.extra_modules}
         weights = {
             f"{name}.{key}": p.detach().contiguous()
             for name, module in modules.items()
@@ -59,7 +59,7 @@ def main(algo: str, out: Path) -> None:
             if p.requires_grad
         }
         save_file(weights, str(out / "weights.safetensors"))
-        (out / "env_steps").write_text(str(trainer.env_steps))
+        (out / "env_steps").write_text(str(trainer.state.env_steps))
 
 
 if __name__ == "__main__":

@@ -34,13 +34,14 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from llmgym.errors import ConfigError
 from llmgym.rl.advantages import discounted_returns, group_advantages, group_stats
 from llmgym.rl.batch import RolloutBatch
 from llmgym.rl.config import TrainConfig
 from llmgym.rl.losses import clipped_surrogate, k3_kl, token_clipped_surrogate
-from llmgym.rl.trainer import Trainer
-from llmgym.rollout import Episode, play
+from llmgym.rollout import Episode
 
 
 @dataclass
@@ -70,13 +71,12 @@ class GRPOConfig(TrainConfig):
     0.95 on FrozenLake, where bumping into walls costs nothing otherwise)."""
 
 
-class GRPOTrainer(Trainer):
+class GRPO:
     """GRPO with episode- or step-level groups; see the module docstring."""
 
-    algo = "grpo"
-    config: GRPOConfig
-
-    def setup(self) -> None:
+    def __init__(self, config: GRPOConfig, learner: Any, collector: Any, state: Any) -> None:
+        self.config, self.learner, self.collector, self.state = config, learner, collector, state
+        self.processes = learner.processes
         if self.processes.num > self.num_groups:
             raise ConfigError(
                 f"{self.processes.num} processes need at least as many groups per update "
@@ -93,29 +93,33 @@ class GRPOTrainer(Trainer):
         """``num_groups`` groups of G episodes (whole groups to each process; a group's number
         is the same in every process)."""
         G = self.config.group_size
-        groups_here = self.processes.shard(list(enumerate(self.next_seeds(self.num_groups))))
+        seeds_here = self.collector.next_seeds(self.num_groups)
+        groups_here = self.processes.shard(list(enumerate(seeds_here)))
         if self.config.group_level == "step":
             return self._collect_branches(groups_here)
         seeds = [seed for _, seed in groups_here for _ in range(G)]
         groups = [g for g, _ in groups_here for _ in range(G)]
-        return play(self.act, self.envs, seeds, first_index=self.episodes_done, groups=groups)
+        first = self.state.episodes_done
+        return self.collector.play(seeds, first_index=first, groups=groups)
 
     def _collect_branches(self, groups_here: list[tuple[int, int]]) -> list[Episode]:
         """Step-level groups: a prefix played by the policy, then G branches to the end."""
         cfg = self.config
         G = cfg.group_size
         episodes: list[Episode] = []
-        rng = random.Random(int(self.np_rng.integers(2**31)))
+        rng = random.Random(int(self.state.np_rng.integers(2**31)))
         for g, seed in groups_here:
-            env = self.envs[0]
+            env = self.collector.envs[0]
             depth = rng.randrange(cfg.max_branch_depth)
             if depth:  # the prefix: the policy plays up to `depth` turns
-                prefix = play(self.act, [env], [seed], max_steps=depth)[0]
+                prefix = self.collector.play([seed], envs=[env], max_steps=depth)[0]
                 start = prefix.final_observation, prefix.final_info
             if not depth or not prefix.capped:  # ended before the branch point: branch at its start
                 start = env.reset(seed=seed)
             branches = [copy.deepcopy(env) for _ in range(G)]
-            episodes += play(self.act, branches, [seed] * G, starts=[start] * G, groups=[g] * G)
+            episodes += self.collector.play(
+                [seed] * G, envs=branches, starts=[start] * G, groups=[g] * G
+            )
         return episodes
 
     # ---- advantages --------------------------------------------------------------------------
@@ -142,33 +146,33 @@ class GRPOTrainer(Trainer):
     # ---- the update --------------------------------------------------------------------------
 
     def update(self, episodes: list[Episode], acted: list[Any] | None = None) -> dict[str, float]:
-        torch, cfg = self.torch, self.config
+        cfg, learner = self.config, self.learner
         samples, adv_list = self.advantages(episodes)
         if not samples:
             return {"grpo/informative_samples": 0.0}
         if self.config.group_level == "step":
             acted = None  # the acted outputs cover every turn, not only the branching ones
-        adv = torch.tensor(adv_list, dtype=torch.float32, device=self.device)
+        adv = torch.tensor(adv_list, dtype=torch.float32, device=learner.device)
         informative = (adv.abs() > 1e-8).float()
         # The policy gradient averages over the informative samples of the batch (of every
         # process): each counts n / n_informative in a mean over all samples.
         n, n_informative = self.processes.sum([len(samples), float(informative.sum())])
         old_logp = old_tokens = None
         if cfg.update_epochs > 1:  # else the ratio is 1: the loss uses the current log-probs
-            old_logp, old_tokens, _ = self.old_logprobs(samples, acted)
+            old_logp, old_tokens, _ = learner.old_logprobs(samples, acted)
         batch = RolloutBatch(
             samples=samples,
             advantages=adv,
             old_logprobs=old_logp,
             old_token_logprobs=old_tokens,
-            ref_logprobs=self.reference_logprobs(samples) if cfg.beta > 0 else None,
+            ref_logprobs=learner.reference_logprobs(samples) if cfg.beta > 0 else None,
             weights=informative * (n / max(n_informative, 1.0)),
         )
         generate = cfg.policy.mode == "generate"
 
         def loss_fn(idx: list[int]) -> tuple[Any, dict[str, float]]:
             mb = batch.select(idx)
-            out = self.evaluate_samples(mb.samples)
+            out = learner.evaluate_samples(mb.samples)
             logp = out.logprob.float()
             if generate and getattr(out, "token_logprobs", None) is not None:
                 tokens = [t.float() for t in out.token_logprobs]
@@ -180,7 +184,7 @@ class GRPOTrainer(Trainer):
                 per_sample = clipped_surrogate(logp - old, mb.advantages, cfg.clip_coef)
             pg_loss = (per_sample * mb.weights).mean()
             entropy = out.entropy.float().mean()
-            loss = pg_loss - self.ent_coef * entropy
+            loss = pg_loss - learner.ent_coef * entropy
             stats = {}
             if mb.ref_logprobs is not None:
                 kl = k3_kl(mb.ref_logprobs, logp)
@@ -192,8 +196,8 @@ class GRPOTrainer(Trainer):
                 "losses/total": loss.item(),
             }
 
-        metrics = self.run_epochs(len(batch), loss_fn, cfg.update_epochs)
+        metrics = learner.run_epochs(len(batch), loss_fn, cfg.update_epochs)
         return metrics | {"grpo/informative_samples": n_informative}
 
 
-__all__ = ["GRPOConfig", "GRPOTrainer"]
+__all__ = ["GRPO", "GRPOConfig"]

@@ -23,8 +23,11 @@ How it departs from PPO as written for Atari/MuJoCo (Schulman et al. 2017; Clean
   policy and the current one exceeds it; an optional KL penalty to the reference (the model
   with the LoRA adapter switched off) keeps the policy near the pretrained model.
 
-The Q-critic actor-critic (``qac.py``) is this loop with another critic and another actor
-loss: it overrides the hooks marked below.
+The parts: :class:`ReturnScale` (``value_norm``'s running statistics), the critic
+(:class:`ValueCritic`: the value head, and the actor's loss, the clipped surrogate) and
+:class:`PPO`, whose :meth:`PPO.update` reads top to bottom. The Q-critic actor-critic
+(``qac.py``) is this loop with another critic and another actor loss: ``PPO(...,
+critic=QCritic...)``, a critic with the methods of :class:`ValueCritic`.
 
 Run it::
 
@@ -37,13 +40,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from llmgym.errors import TrainingError
 from llmgym.rl.advantages import gae
 from llmgym.rl.batch import RolloutBatch
 from llmgym.rl.config import TrainConfig
 from llmgym.rl.losses import clipped_surrogate, k3_kl, token_clipped_surrogate
 from llmgym.rl.mirror import check_mirror, mirrored_samples
-from llmgym.rl.trainer import Trainer
 from llmgym.rollout import Episode
 
 #: Returns from this magnitude up overflow float32 squares (the value loss, the gradient norm).
@@ -97,33 +101,57 @@ class PPOConfig(TrainConfig):
     (envs whose catalog entry declares a mirror symmetry: CartPole; see ``mirror.py``)."""
 
 
-class PPOTrainer(Trainer):
-    """PPO with a value head on the last prompt token; see the module docstring."""
+class ReturnScale:
+    """``value_norm``'s running mean and standard deviation of the returns: decayed sums of
+    the returns, their squares and the weights (0 and 1 until the first update).
 
-    algo = "ppo"
-    config: PPOConfig
+    Example:
+        >>> scale = ReturnScale(decay=0.0)
+        >>> scale.scale()
+        (0.0, 1.0)
+        >>> scale.sums = [2.0, 5.0, 1.0]
+        >>> scale.scale()
+        (2.0, 1.0)
+    """
 
-    # ---- the critic ------------------------------------------------------------------------
+    def __init__(self, decay: float) -> None:
+        self.decay = decay
+        self.sums = [0.0, 0.0, 0.0]
 
-    def setup(self) -> None:
-        if self.config.mirror:
-            policy = self.config.policy
-            check_mirror(self.envs[0] if self.envs else None, policy.mode, policy.history)
-        hidden = self.model.config.hidden_size if hasattr(self.model, "config") else None
-        hidden = (hidden or self.model.get_base_model().config.hidden_size) * len(
+    def scale(self) -> tuple[float, float]:
+        """Mean and standard deviation that ``value_norm`` divides the returns by."""
+        total, squares, weight = self.sums
+        if weight == 0.0:
+            return 0.0, 1.0
+        mean = total / weight
+        return mean, max(squares / weight - mean**2, 1e-2) ** 0.5
+
+    def renormalize(self, returns: list[float], processes: Any) -> None:
+        """Average a batch's returns (over every process) into the running statistics."""
+        mean, std = processes.mean_std(returns, ddof=0)
+        for i, x in enumerate((mean, std**2 + mean**2, 1.0)):
+            self.sums[i] = self.decay * self.sums[i] + (1 - self.decay) * x
+
+
+class ValueCritic:
+    """PPO's critic and actor loss: a value head on the state features (linear on the action
+    head's whitened features, on its own whitened ones with ``value_whiten``, else an MLP) and
+    the clipped surrogate. A critic of another kind (``qac.py``) has the same methods."""
+
+    #: Whether each free-text turn is scored again as the action the env took.
+    scores_answers = False
+
+    def __init__(self, config: Any, learner: Any, returns: ReturnScale) -> None:
+        self.config, self.policy, self.returns = config, learner.policy, returns
+        model = learner.model
+        hidden = model.config.hidden_size if hasattr(model, "config") else None
+        hidden = (hidden or model.get_base_model().config.hidden_size) * len(
             self.policy.layers
         )  # the state features' size: a hidden state per layer read
-        head = self.make_critic(hidden)
-        self.value_head = head.to(self.device)
-        self.extra_modules["value_head"] = self.value_head
-        self.module_lr["value_head"] = self.config.value_lr
-        # value_norm: decayed sums of the returns and their squares, and of the weights
-        self._return_sums = [0.0, 0.0, 0.0]
+        self.value_head = self._make_head(hidden).to(learner.device)
+        learner.add_module("value_head", self.value_head, config.value_lr)
 
-    def make_critic(self, hidden: int) -> Any:
-        """Hook: the critic module on state features of size ``hidden``: linear on the action
-        head's whitened features, on its own whitened ones (``value_whiten``), else an MLP."""
-        torch = self.torch
+    def _make_head(self, hidden: int) -> Any:
         if self.policy.head is not None:  # linear on the action head's whitened features
             head = torch.nn.Linear(self.policy.head.feature_size, 1)
             torch.nn.init.zeros_(head.weight)
@@ -156,53 +184,77 @@ class PPOTrainer(Trainer):
 
     def value(self, hidden: Any) -> Any:
         """The value in return units."""
-        mean, std = self.return_scale()
+        mean, std = self.returns.scale()
         return self.normalized_value(hidden) * std + mean
 
+    def whitener(self) -> Any:
+        """The whitener of a critic that has its own (``value_whiten`` without a head),
+        refreshed from each update's states; None otherwise."""
+        if self.config.value_whiten and self.policy.head is None:
+            return self.value_head[0]
+        return None
+
     def state_values(self, out: Any, samples: list[Any]) -> Any:
-        """Hook: V(s) in return units of the samples' states (the value head's)."""
+        """V(s) in return units of the samples' states."""
         return self.value(out.hidden)
 
-    def return_scale(self) -> tuple[float, float]:
-        """Mean and standard deviation that ``value_norm`` divides the returns by (0 and 1 until
-        the first update, and without ``value_norm``)."""
-        total, squares, weight = self._return_sums
-        if weight == 0.0:
-            return 0.0, 1.0
-        mean = total / weight
-        return mean, max(squares / weight - mean**2, 1e-2) ** 0.5
+    def value_prediction(self, out: Any, mb: RolloutBatch) -> Any:
+        """The critic's (normalized) prediction of each sample's return."""
+        return self.normalized_value(out.hidden)
 
-    def _refuse_overflow(self, metrics: dict[str, float], returns: list[float]) -> None:
-        """Raise ``TrainingError`` when every step of this update was skipped (no loss in
-        ``metrics``) on returns too large for float32 squares (above ``OVERFLOW_RETURN``, as
-        rewards of 1e30 give): every later update would be skipped too, and the run would end
-        having trained nothing."""
-        largest = max((abs(r) for r in returns if math.isfinite(r)), default=0.0)
-        if "losses/total" in metrics or largest < OVERFLOW_RETURN:
-            return
-        fix = (
-            "scale the rewards down"
-            if self.config.value_norm
-            else "scale the rewards down, or pass --set value_norm=true (the critic then learns "
-            "normalized returns)"
-        )
-        raise TrainingError(
-            f"Every PPO step of update {self.iteration + 1} was skipped: returns up to "
-            f"{largest:.3g} overflow the losses in float32, so nothing can be trained; {fix}."
-        )
+    def update_samples(self, steps: list[Any], acted: Any) -> tuple[list[Any], Any]:
+        """The samples an update trains on, and the acting outputs that cover them (None:
+        computed again)."""
+        return [s.sample for s in steps], acted
 
-    def renormalize(self, returns: list[float]) -> None:
-        """Average a batch's returns (over every process) into the running statistics."""
-        mean, std = self.processes.mean_std(returns, ddof=0)
-        decay = self.config.value_norm_decay
-        for i, x in enumerate((mean, std**2 + mean**2, 1.0)):
-            self._return_sums[i] = decay * self._return_sums[i] + (1 - decay) * x
+    def critic_samples(self, samples: list[Any]) -> list[Any]:
+        """The samples the critic values (the acted ones)."""
+        return samples
+
+    def actor_targets(self, outs: Any, chunks: Any, acted: Any, returns: Any, scale: Any) -> Any:
+        """Per-sample target distributions the actor is fitted to instead of the clipped
+        surrogate (None: the surrogate)."""
+        return None
+
+    def policy_loss(self, out: Any, mb: RolloutBatch, logratio: Any) -> Any:
+        """The per-sample policy loss: the clipped surrogate, per completion token (averaged
+        over the turn) in generate mode."""
+        clip = self.config.clip_coef
+        if mb.old_token_logprobs is not None:  # per-token ratio, averaged per completion
+            token_logratios = [
+                new.float() - old for new, old in zip(out.token_logprobs, mb.old_token_logprobs)
+            ]
+            return token_clipped_surrogate(token_logratios, mb.advantages, clip)
+        return clipped_surrogate(logratio, mb.advantages, clip)
+
+
+class PPO:
+    """PPO with a critic (default :class:`ValueCritic`); see the module docstring."""
+
+    def __init__(
+        self, config: PPOConfig, learner: Any, collector: Any, state: Any, critic: Any = None
+    ) -> None:
+        self.config, self.learner, self.collector, self.state = config, learner, collector, state
+        self.policy, self.processes = learner.policy, learner.processes
+        if config.mirror:
+            envs = collector.envs
+            check_mirror(envs[0] if envs else None, config.policy.mode, config.policy.history)
+        self.returns = ReturnScale(config.value_norm_decay)
+        self.critic = (critic or ValueCritic)(config, learner, self.returns)
+
+    # ---- checkpoints: the return statistics and the critic's own state ---------------------
 
     def extra_state(self) -> dict[str, Any]:
-        return {"return_sums": self._return_sums}
+        own = getattr(self.critic, "extra_state", dict)
+        return {"return_sums": self.returns.sums} | own()
+
+    def extra_tensors(self) -> dict[str, Any]:
+        return getattr(self.critic, "extra_tensors", dict)()
 
     def load_extra_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
-        self._return_sums = list(state.get("return_sums", [0.0, 0.0, 0.0]))
+        self.returns.sums = list(state.get("return_sums", [0.0, 0.0, 0.0]))
+        if hasattr(self.critic, "load_extra_state"):
+            self.critic.load_extra_state(state, tensors)
 
     # ---- advantages ------------------------------------------------------------------------
 
@@ -212,10 +264,13 @@ class PPOTrainer(Trainer):
         cut = [e for e in episodes if e.truncated]
         if not cut:
             return {}
-        with self.torch.no_grad():
-            samples = self.act([e.final_observation for e in cut], [e.final_info for e in cut])
-            samples = self.critic_samples(samples)
-            values = self.state_values(self.evaluate_samples(samples), samples).tolist()
+        with torch.no_grad():
+            samples = self.collector.act(
+                [e.final_observation for e in cut], [e.final_info for e in cut]
+            )
+            samples = self.critic.critic_samples(samples)
+            out = self.learner.evaluate_samples(samples)
+            values = self.critic.state_values(out, samples).tolist()
         return {e.index: v for e, v in zip(cut, values)}
 
     def advantages(
@@ -240,23 +295,33 @@ class PPOTrainer(Trainer):
             returns += ret
         return advantages, returns
 
-    # ---- the update --------------------------------------------------------------------------
-
-    def critic_whitener(self) -> Any:
-        """Hook: the whitener of a critic that has its own (``value_whiten`` without a head),
-        refreshed from each update's states; None otherwise."""
-        if self.config.value_whiten and self.policy.head is None:
-            return self.value_head[0]
-        return None
+    def _refuse_overflow(self, metrics: dict[str, float], returns: list[float]) -> None:
+        """Raise ``TrainingError`` when every step of this update was skipped (no loss in
+        ``metrics``) on returns too large for float32 squares (above ``OVERFLOW_RETURN``, as
+        rewards of 1e30 give): every later update would be skipped too, and the run would end
+        having trained nothing."""
+        largest = max((abs(r) for r in returns if math.isfinite(r)), default=0.0)
+        if "losses/total" in metrics or largest < OVERFLOW_RETURN:
+            return
+        fix = (
+            "scale the rewards down"
+            if self.config.value_norm
+            else "scale the rewards down, or pass --set value_norm=true (the critic then learns "
+            "normalized returns)"
+        )
+        raise TrainingError(
+            f"Every PPO step of update {self.state.iteration + 1} was skipped: returns up to "
+            f"{largest:.3g} overflow the losses in float32, so nothing can be trained; {fix}."
+        )
 
     def _refresh_critic_features(self, outs: list[Any]) -> None:
         """Add this batch's features to the critic's own whitener, if it has one, and refresh
         its map, the same in every process."""
-        whitener = self.critic_whitener()
+        whitener = self.critic.whitener()
         if whitener is None:
             return
         hidden = self.processes.gather([h.cpu() for out in outs for h in out.hidden])
-        features = self.policy.features(self.torch.stack(hidden).to(self.device))
+        features = self.policy.features(torch.stack(hidden).to(self.learner.device))
         whitener.update(features.detach())
         whitener.refresh()
 
@@ -269,74 +334,36 @@ class PPOTrainer(Trainer):
             k += len(out.logprob)
         return chunks
 
-    # ---- hooks the Q-critic actor-critic overrides (qac.py) -------------------------------
-
-    @property
-    def scores_answers(self) -> bool:
-        """Hook: whether each free-text turn is scored again as the action the env took."""
-        return False
-
-    def update_samples(self, steps: list[Any], acted: Any) -> tuple[list[Any], Any]:
-        """Hook: the samples an update trains on, and the acting outputs that cover them
-        (None: computed again)."""
-        return [s.sample for s in steps], acted
-
-    def critic_samples(self, samples: list[Any]) -> list[Any]:
-        """Hook: the samples the critic values (the acted ones)."""
-        return samples
-
-    def actor_targets(
-        self,
-        outs: list[Any],
-        chunks: list[Any],
-        acted: list[Any],
-        returns: list[float],
-        scale: tuple[float, float],
-    ) -> Any:
-        """Hook: per-sample target distributions over the valid actions that the actor is
-        fitted to instead of the clipped surrogate (None: the surrogate)."""
-        return None
-
-    def policy_loss(self, out: Any, mb: RolloutBatch, logratio: Any) -> Any:
-        """Hook: the per-sample policy loss: the clipped surrogate, per completion token
-        (averaged over the turn) in generate mode."""
-        cfg = self.config
-        if mb.old_token_logprobs is not None:  # per-token ratio, averaged per completion
-            token_logratios = [
-                new.float() - old for new, old in zip(out.token_logprobs, mb.old_token_logprobs)
-            ]
-            return token_clipped_surrogate(token_logratios, mb.advantages, cfg.clip_coef)
-        return clipped_surrogate(logratio, mb.advantages, cfg.clip_coef)
-
-    def value_prediction(self, out: Any, mb: RolloutBatch) -> Any:
-        """Hook: the critic's (normalized) prediction of each sample's return."""
-        return self.normalized_value(out.hidden)
+    # ---- the update ------------------------------------------------------------------------
 
     def update(self, episodes: list[Episode], acted: list[Any] | None = None) -> dict[str, float]:
-        torch, cfg = self.torch, self.config
+        cfg, learner, critic = self.config, self.learner, self.critic
+        device = learner.device
         steps = [s for e in episodes for s in e.steps]
-        samples, acted = self.update_samples(steps, acted)
-        answers = self.scores_answers
+        samples, acted = critic.update_samples(steps, acted)
+        answers = critic.scores_answers
         n = len(steps)  # the acted samples; with ``mirror`` their mirror images follow
         copies = 2 if cfg.mirror else 1
         if cfg.mirror:
-            samples += mirrored_samples(self.policy, self.envs[0], steps)
+            samples += mirrored_samples(self.policy, self.collector.envs[0], steps)
             acted = None  # the acted outputs do not cover the mirror images
         # 1. What the rollout policy said: old log-probs and the critic's values.
-        old_logp, old_tokens, outs = self.old_logprobs(samples, acted)
+        old_logp, old_tokens, outs = learner.old_logprobs(samples, acted)
         self._refresh_critic_features(outs)
         with torch.no_grad():
             chunks = self._split(samples, outs)
-            old_values = torch.cat([self.state_values(o, c) for o, c in zip(outs, chunks)])
+            old_values = torch.cat([critic.state_values(o, c) for o, c in zip(outs, chunks)])
         # 2. Advantages and the critic's targets (mirror images copy their originals').
         last = self.bootstrap_values(episodes)
         adv_list, ret_list = self.advantages(episodes, old_values[:n].tolist(), last)
-        adv = torch.tensor(adv_list * copies, device=self.device)
-        returns = torch.tensor(ret_list * copies, device=self.device)
+        adv = torch.tensor(adv_list * copies, device=device)
+        returns = torch.tensor(ret_list * copies, device=device)
         if cfg.value_norm:
-            self.renormalize(returns.tolist())
-        ret_mean, ret_std = self.return_scale()  # the critic's targets (normalized by value_norm)
-        coefficients = self.actor_targets(outs, chunks, samples[:n], ret_list, (ret_mean, ret_std))
+            self.returns.renormalize(returns.tolist(), self.processes)
+        ret_mean, ret_std = self.returns.scale()  # the critic's targets (normalized by value_norm)
+        coefficients = critic.actor_targets(
+            outs, chunks, samples[:n], ret_list, (ret_mean, ret_std)
+        )
         if cfg.norm_adv and self.processes.sum([len(steps)])[0] > 1:  # over every process
             mean, std = self.processes.mean_std(adv.tolist(), ddof=1)
             adv = (adv - mean) / (std + 1e-8)
@@ -347,25 +374,26 @@ class PPOTrainer(Trainer):
             old_token_logprobs=None if answers or cfg.policy.mode == "score" else old_tokens,
             values=(old_values - ret_mean) / ret_std,
             returns=(returns - ret_mean) / ret_std,
-            ref_logprobs=self.reference_logprobs(samples) if cfg.kl_coef > 0 else None,
+            ref_logprobs=learner.reference_logprobs(samples) if cfg.kl_coef > 0 else None,
             action_coefficients=coefficients,
         )
 
-        # 3. The clipped surrogate, the value loss, the entropy bonus and the KL penalty.
+        # 3. The actor's loss (the clipped surrogate), the value loss, the entropy bonus and
+        # the KL penalty.
         def loss_fn(idx: list[int]) -> tuple[Any, dict[str, float]]:
             mb = batch.select(idx)
-            out = self.evaluate_samples(mb.samples)
+            out = learner.evaluate_samples(mb.samples)
             logratio = out.logprob.float() - mb.old_logprobs
             ratio = logratio.exp()
-            pg_loss = self.policy_loss(out, mb, logratio).mean()
-            v = self.value_prediction(out, mb)
+            pg_loss = critic.policy_loss(out, mb, logratio).mean()
+            v = critic.value_prediction(out, mb)
             v_loss = (v - mb.returns) ** 2
             if cfg.clip_vloss:
                 v_clip = mb.values + (v - mb.values).clamp(-cfg.clip_coef, cfg.clip_coef)
                 v_loss = torch.max(v_loss, (v_clip - mb.returns) ** 2)
             v_loss = 0.5 * v_loss.mean()
             entropy = out.entropy.float().mean()
-            loss = pg_loss - self.ent_coef * entropy + cfg.vf_coef * v_loss
+            loss = pg_loss - learner.ent_coef * entropy + cfg.vf_coef * v_loss
             stats = {}
             if mb.ref_logprobs is not None:
                 kl = k3_kl(mb.ref_logprobs, out.logprob.float())
@@ -387,7 +415,7 @@ class PPOTrainer(Trainer):
         def past_target(stats: dict[str, float]) -> bool:
             return cfg.target_kl is not None and stats["losses/approx_kl"] > cfg.target_kl
 
-        metrics = self.run_epochs(len(batch), loss_fn, cfg.update_epochs, stop=past_target)
+        metrics = learner.run_epochs(len(batch), loss_fn, cfg.update_epochs, stop=past_target)
         self._refuse_overflow(metrics, ret_list)
         with torch.no_grad():  # over the acted samples
             var_y = returns[:n].var()
@@ -399,4 +427,4 @@ class PPOTrainer(Trainer):
         }
 
 
-__all__ = ["PPOConfig", "PPOTrainer"]
+__all__ = ["PPO", "PPOConfig", "ReturnScale", "ValueCritic"]

@@ -33,9 +33,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import torch
+
 from llmgym.config import rule
 from llmgym.errors import ConfigError
-from llmgym.rl.algorithms.ppo import PPOConfig, PPOTrainer
+from llmgym.rl.algorithms.ppo import PPO, PPOConfig, ReturnScale
 from llmgym.rl.batch import RolloutBatch
 from llmgym.rl.qcritic import QCritic, actor_targets, centred_squares, fit_least_squares
 
@@ -76,24 +78,33 @@ class QACConfig(PPOConfig):
             )
 
 
-class QACTrainer(PPOTrainer):
-    """PPO's loop with a Q-critic and the actor fitted to its improved policy; see the module
+def make_qac(config: QACConfig, learner: Any, collector: Any, state: Any) -> PPO:
+    """The Q-critic actor-critic: PPO's loop with :class:`QCriticActor` as its critic."""
+    return PPO(config, learner, collector, state, critic=QCriticActor)
+
+
+class QCriticActor:
+    """The critic of every valid action and the actor's cross-entropy to its improved policy,
+    in the place of PPO's :class:`~llmgym.rl.algorithms.ppo.ValueCritic`; see the module
     docstring."""
 
-    algo = "qac"
-    config: QACConfig
+    def __init__(self, config: QACConfig, learner: Any, returns: ReturnScale) -> None:
+        self.config, self.policy, self.returns = config, learner.policy, returns
+        self.processes = learner.processes
+        model = learner.model
+        hidden = model.config.hidden_size if hasattr(model, "config") else None
+        hidden = (hidden or model.get_base_model().config.hidden_size) * len(self.policy.layers)
+        features = self.policy.head.feature_size if self.policy.head is not None else hidden
+        embed = model.get_input_embeddings().weight.shape[1]
+        self.q_head = QCritic(features, embed, config.policy.head_whiten_eps)
+        self.q_head.weight.requires_grad_(config.q_window == 0)  # else fitted in closed form
+        self.q_memory: deque = deque(maxlen=max(1, config.q_window))
+        self.q_head = self.q_head.to(learner.device)
+        learner.add_module("value_head", self.q_head, config.value_lr)
 
     # ---- the critic ------------------------------------------------------------------------
 
-    def make_critic(self, hidden: int) -> Any:
-        features = self.policy.head.feature_size if self.policy.head is not None else hidden
-        embed = self.model.get_input_embeddings().weight.shape[1]
-        head = self.q_head = QCritic(features, embed, self.config.policy.head_whiten_eps)
-        head.weight.requires_grad_(self.config.q_window == 0)  # else fitted in closed form
-        self._q_memory: deque = deque(maxlen=max(1, self.config.q_window))
-        return head
-
-    def critic_whitener(self) -> Any:
+    def whitener(self) -> Any:
         return self.q_head.whitener
 
     def q_values(self, hidden: Any, samples: list[Any]) -> list[Any]:
@@ -106,32 +117,31 @@ class QACTrainer(PPOTrainer):
 
     def state_values(self, out: Any, samples: list[Any]) -> Any:
         """V(s) in return units: the policy's expectation of the Q-values."""
-        mean, std = self.return_scale()
+        mean, std = self.returns.scale()
         q = self.q_values(out.hidden, samples)
         v = [(lp.float().exp() * qi).sum() for lp, qi in zip(out.candidate_logprobs, q)]
-        return self.torch.stack(v) * std + mean
+        return torch.stack(v) * std + mean
 
     def value_prediction(self, out: Any, mb: RolloutBatch) -> Any:
         """The Q-value of the action taken."""
         q = self.q_values(out.hidden, mb.samples)
-        return self.torch.stack([qi[s.action_index] for qi, s in zip(q, mb.samples)])
+        return torch.stack([qi[s.action_index] for qi, s in zip(q, mb.samples)])
 
     def _fit_q(self, outs: list[Any], samples: list[Any], returns: list[float], scale) -> None:
         """``q_window``: add the acted samples (features, action, return) to the memory, the
         same in every process, and refit the critic to it by least squares."""
-        torch = self.torch
         hidden = torch.cat([o.hidden for o in outs])[: len(samples)]
         features = self.policy.features(hidden).detach().cpu()
         actions = [s.valid_actions[s.action_index] for s in samples]
         features, actions, returns = (
             self.processes.gather(list(x)) for x in (features, actions, returns)
         )
-        self._q_memory.append((torch.stack(features), actions, returns))
-        kept = [a for _, acts, _ in self._q_memory for a in acts]
+        self.q_memory.append((torch.stack(features), actions, returns))
+        kept = [a for _, acts, _ in self.q_memory for a in acts]
         embeddings = {a: self.policy.action_embeddings([a])[0] for a in set(kept)}
         mean, std = scale
-        targets = (torch.tensor([r for _, _, rs in self._q_memory for r in rs]) - mean) / std
-        features = torch.cat([f for f, _, _ in self._q_memory])
+        targets = (torch.tensor([r for _, _, rs in self.q_memory for r in rs]) - mean) / std
+        features = torch.cat([f for f, _, _ in self.q_memory])
         fit_least_squares(self.q_head, features, kept, targets, embeddings, self.config.q_ridge)
 
     # ---- the actor -------------------------------------------------------------------------
@@ -149,34 +159,38 @@ class QACTrainer(PPOTrainer):
         cfg = self.config
         if cfg.q_window:
             self._fit_q(outs, acted, returns, scale)
-        with self.torch.no_grad():
+        with torch.no_grad():
             q = [qi for o, c in zip(outs, chunks) for qi in self.q_values(o.hidden, c)]
         old_all = [lp.detach() for o in outs for lp in o.candidate_logprobs]
-        scale = None  # one process: the batch's own (the committed runs' arithmetic)
+        rms = None  # one process: the batch's own (the committed runs' arithmetic)
         if self.processes.num > 1:  # several: the root mean square of the whole batch
             count, squares = self.processes.sum(centred_squares(q))
-            scale = (squares / count) ** 0.5 if count else 0.0
-        return actor_targets(q, old_all, cfg.q_step, cfg.q_target, scale)
+            rms = (squares / count) ** 0.5 if count else 0.0
+        return actor_targets(q, old_all, cfg.q_step, cfg.q_target, rms)
 
     def policy_loss(self, out: Any, mb: RolloutBatch, logratio: Any) -> Any:
         """Cross-entropy to the targets: over the actions' log-probabilities in score mode,
         their canonical answers' log-likelihoods in generate mode."""
         fitted = out.candidate_scores if self.scores_answers else out.candidate_logprobs
         pairs = zip(mb.action_coefficients, fitted)
-        return -self.torch.stack([target @ lp.float() for target, lp in pairs])
+        return -torch.stack([target @ lp.float() for target, lp in pairs])
 
     # ---- generate mode: each turn scored again as the action the env took -----------------
 
     @property
     def scores_answers(self) -> bool:
+        """Whether each free-text turn is scored again as the action the env took."""
         return self.config.policy.mode == "generate"
 
     def update_samples(self, steps: list[Any], acted: Any) -> tuple[list[Any], Any]:
+        """The samples an update trains on (in generate mode each turn scored again), and
+        the acting outputs that cover them (None: computed again)."""
         if not self.scores_answers:
-            return super().update_samples(steps, acted)
+            return [s.sample for s in steps], acted
         return [self.scored(s.sample, s.action) for s in steps], None
 
     def critic_samples(self, samples: list[Any]) -> list[Any]:
+        """The samples the critic values (in generate mode as score-mode samples)."""
         if not self.scores_answers:
             return samples
         return [self.scored(s, (s.valid_actions or [""])[0]) for s in samples]
@@ -196,19 +210,18 @@ class QACTrainer(PPOTrainer):
     # ---- checkpoints: q_window's samples ---------------------------------------------------
 
     def extra_state(self) -> dict[str, Any]:
-        memory = [{"actions": a, "returns": r} for _, a, r in self._q_memory]
-        return super().extra_state() | {"q_memory": memory}  # features: extra_tensors
+        memory = [{"actions": a, "returns": r} for _, a, r in self.q_memory]
+        return {"q_memory": memory}  # features: extra_tensors
 
     def extra_tensors(self) -> dict[str, Any]:
-        return {f"q_memory.{i}": features for i, (features, _, _) in enumerate(self._q_memory)}
+        return {f"q_memory.{i}": features for i, (features, _, _) in enumerate(self.q_memory)}
 
     def load_extra_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
-        super().load_extra_state(state, tensors)
         memory = state.get("q_memory", [])  # absent: a checkpoint written before it was kept
-        self._q_memory.clear()
-        self._q_memory.extend(
+        self.q_memory.clear()
+        self.q_memory.extend(
             (tensors[f"q_memory.{i}"], m["actions"], m["returns"]) for i, m in enumerate(memory)
         )
 
 
-__all__ = ["QACConfig", "QACTrainer"]
+__all__ = ["QACConfig", "QCriticActor", "make_qac"]

@@ -21,11 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from llmgym.rl.advantages import baseline_advantages, discounted_returns
 from llmgym.rl.batch import RolloutBatch
 from llmgym.rl.config import TrainConfig
 from llmgym.rl.losses import k3_kl
-from llmgym.rl.trainer import Trainer
 from llmgym.rollout import Episode
 
 
@@ -53,13 +54,12 @@ class ReinforceConfig(TrainConfig):
     """Passes over each batch (1 = strictly on-policy)."""
 
 
-class ReinforceTrainer(Trainer):
+class Reinforce:
     """REINFORCE + baseline + KL to a (periodically refreshed) reference."""
 
-    algo = "reinforce"
-    config: ReinforceConfig
-
-    def setup(self) -> None:
+    def __init__(self, config: ReinforceConfig, learner: Any, collector: Any, state: Any) -> None:
+        self.config, self.learner, self.state = config, learner, state
+        self.processes = learner.processes
         self._ema: float | None = None
 
     def extra_state(self) -> dict[str, Any]:
@@ -103,21 +103,21 @@ class ReinforceTrainer(Trainer):
     # ---- the update --------------------------------------------------------------------------
 
     def update(self, episodes: list[Episode], acted: list[Any] | None = None) -> dict[str, float]:
-        torch, cfg = self.torch, self.config
-        if cfg.ref_refresh_every and self.iteration and self.iteration % cfg.ref_refresh_every == 0:
-            self.refresh_reference()
+        cfg, learner, iteration = self.config, self.learner, self.state.iteration
+        if cfg.ref_refresh_every and iteration and iteration % cfg.ref_refresh_every == 0:
+            learner.refresh_reference()
         samples = [s.sample for e in episodes for s in e.steps]
-        adv = torch.tensor(self.advantages(episodes), dtype=torch.float32, device=self.device)
+        adv = torch.tensor(self.advantages(episodes), dtype=torch.float32, device=learner.device)
         batch = RolloutBatch(
             samples=samples,
             advantages=adv,
-            ref_logprobs=self.reference_logprobs(samples) if cfg.kl_coef > 0 else None,
+            ref_logprobs=learner.reference_logprobs(samples) if cfg.kl_coef > 0 else None,
         )
         generate = cfg.policy.mode == "generate"
 
         def loss_fn(idx: list[int]) -> tuple[Any, dict[str, float]]:
             mb = batch.select(idx)
-            out = self.evaluate_samples(mb.samples)
+            out = learner.evaluate_samples(mb.samples)
             logp = out.logprob.float()
             if generate and getattr(out, "token_logprobs", None) is not None:
                 turn_logp = torch.stack([t.float().mean() for t in out.token_logprobs])
@@ -125,7 +125,7 @@ class ReinforceTrainer(Trainer):
                 turn_logp = logp
             pg_loss = -(mb.advantages * turn_logp).mean()
             entropy = out.entropy.float().mean()
-            loss = pg_loss - self.ent_coef * entropy
+            loss = pg_loss - learner.ent_coef * entropy
             stats = {}
             if mb.ref_logprobs is not None:
                 kl = k3_kl(mb.ref_logprobs, logp)
@@ -137,11 +137,11 @@ class ReinforceTrainer(Trainer):
                 "losses/total": loss.item(),
             }
 
-        metrics = self.run_epochs(len(batch), loss_fn, cfg.update_epochs)
+        metrics = learner.run_epochs(len(batch), loss_fn, cfg.update_epochs)
         return metrics | {
             "charts/advantage_abs": float(adv.abs().mean()),
-            "train/reference_refreshes": float(len(self.weights.merged_adapters)),
+            "train/reference_refreshes": float(len(learner.weights.merged_adapters)),
         }
 
 
-__all__ = ["ReinforceConfig", "ReinforceTrainer"]
+__all__ = ["Reinforce", "ReinforceConfig"]

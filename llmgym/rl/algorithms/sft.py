@@ -314,37 +314,37 @@ def warm_start(trainer: Any) -> dict[str, float]:
             elapsed = time.perf_counter() - start
             print(f"  SFT epoch {epoch + 1}/{cfg.epochs} done ({elapsed:.0f} s)", flush=True)
 
-    params = trainer.trainable_parameters()
+    params = trainer.learner.trainable_parameters()
     stats = sft_train(trainer.policy, demos, cfg, params=params, on_epoch=on_epoch)
-    trainer.weights.cache.clear()
+    trainer.learner.weights.cache.clear()
     # The head learned on the demos' feature map: re-whitening it under RL's states would
     # move the SFT policy without any update.
-    trainer.features_frozen = True
+    trainer.state.features_frozen = True
     if config.sft.as_reference:
-        trainer.refresh_reference()
+        trainer.learner.refresh_reference()
     return stats
 
 
 def continued_sft(trainer: Any, episodes: Sequence[Any]) -> dict[str, float]:
     """``sft.during_rl``: one optimizer step of SFT on up to 32 parsed turns of the last 256
     from successful episodes (return > 0), weighted into the trainer's optimizer."""
-    memory = trainer.recent_successes
+    memory = trainer.state.recent_successes
     for ep in episodes:
         if ep.ret > 0:
             memory += [s for s in ep.steps if s.parse_ok]
     del memory[:-256]
     if not memory:
         return {}
-    rng = random.Random(trainer.iteration)
+    rng = random.Random(trainer.state.iteration)
     samples = [s.sample for s in rng.sample(memory, min(len(memory), 32))]
     weight, mode = trainer.config.sft.during_rl, trainer.config.policy.mode
 
     def loss_fn(idx: list[int]) -> tuple[Any, dict[str, float]]:
-        out = trainer.evaluate_samples([samples[i] for i in idx])
+        out = trainer.learner.evaluate_samples([samples[i] for i in idx])
         loss = -weight * sequence_mean_logprob(out, mode).mean()
         return loss, {"losses/sft": loss.item()}
 
-    return trainer.optimize(list(range(len(samples))), loss_fn) or {}
+    return trainer.learner.optimize(list(range(len(samples))), loss_fn) or {}
 
 
 __all__ = [

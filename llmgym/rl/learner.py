@@ -1,8 +1,13 @@
-"""What an algorithm's update works with, mixed into ``Trainer``: the trainable weights and
-their optimizer, re-scoring samples (with gradients, or without for the old and the reference
-log-probs), the entropy bonus in force, one optimizer step over micro-batches with its
-non-finite guard, and :meth:`UpdateSteps.run_epochs`, the epoch x minibatch loop every
-algorithm shares.
+"""The learner: the trainable weights, their optimizer and the update's tools. An algorithm
+hands it a :class:`~llmgym.rl.batch.RolloutBatch` and a loss; :meth:`Learner.run_epochs`
+(the epoch x minibatch loop every algorithm shares) returns the update's metrics.
+
+It owns the model being trained (``learner.model``; a reference refresh or a resumed merge
+replaces it, and the policy follows), the modules trained beside it (the action head, a
+critic: :meth:`Learner.add_module`), the optimizer and the weights' running average. It
+re-scores samples (with gradients, or without for the old and the reference log-probs),
+keeps the entropy bonus in force, and takes one optimizer step over micro-batches with its
+non-finite guard.
 """
 
 from __future__ import annotations
@@ -11,43 +16,73 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
+import torch
 
 from llmgym.rl.averaging import WeightAverage
 from llmgym.rl.likelihood import evaluate_cached
 from llmgym.rl.metrics import logprob_gap, mean_stats
 from llmgym.rl.optim import make_optimizer
+from llmgym.rl.state import RunState
 from llmgym.rollout import Episode
 
 LossFn = Callable[[list[int]], tuple[Any, dict[str, float]]]
 """``loss_fn(indices)``: the mean loss over a micro-batch of the batch, and scalar stats."""
 
 
-class UpdateSteps:
-    """Mixed into ``Trainer``: the update's tools over the attributes declared here, which the
-    trainer sets."""
+class Learner:
+    """Trains ``model`` (behind ``policy``) with the settings of ``config``; see the module
+    docstring. Call :meth:`start` once every module is added, before the first update."""
 
-    config: Any  # TrainConfig
-    torch: Any
-    model: Any
-    tokenizer: Any
-    iteration: int
-    policy: Any  # LLMPolicy
-    weights: Any  # Weights
-    processes: Any  # Processes
-    optimizer: Any
-    extra_modules: dict[str, Any]
-    module_lr: dict[str, float]
-    np_rng: np.random.Generator
-    ent_boost: float
-    skipped_updates: int
-    _warn: Callable[..., None]
-    average: WeightAverage
-    episodes_done: int
-    env_steps: int
-    envs: list[Any]
-    vllm: Any
-    features_frozen: bool
+    def __init__(
+        self,
+        config: Any,
+        model: Any,
+        policy: Any,
+        weights: Any,
+        processes: Any,
+        state: RunState,
+        warn: Callable[..., None],
+        vllm: Any = None,
+    ) -> None:
+        self.config = config
+        self.model = model
+        self.policy = policy
+        self.weights = weights  # what trains and the reference (llmgym.rl.weights)
+        self.processes = processes
+        self.state = state
+        self.warn = warn
+        self.vllm = vllm  # the vLLM engine the policy acts through, else None
+        self.device = next(model.parameters()).device
+        self.extra_modules: dict[str, Any] = {}  # trained beside the model, saved by name
+        self.module_lr: dict[str, float] = {}  # their learning rates (else the main one)
+        self.optimizer: Any = None
+        self.average: Any = None
+        if policy.head is not None:
+            self.add_module("action_head", policy.head, config.optim.head_rate())
+
+    def add_module(self, name: str, module: Any, lr: float | None = None) -> None:
+        """Train ``module`` beside the model (at ``lr``, else the main rate); checkpoints
+        keep it as ``NAME.safetensors``."""
+        self.extra_modules[name] = module
+        if lr is not None:
+            self.module_lr[name] = lr
+
+    def start(self) -> None:
+        """The optimizer and the weights' average, over every module added."""
+        self.optimizer = self.make_optimizer()
+        optim = self.config.optim
+        self.average = WeightAverage(
+            self.policy_parameters, optim.average_decay, self.sync_acting_weights
+        )
+
+    # ---- the weights ---------------------------------------------------------------------
+
+    def set_model(self, model: Any) -> None:
+        """Train ``model`` from now on (a merged adapter's new model); the policy acts with
+        it."""
+        if model is not self.model:
+            self.model = self.policy.model = model
+            self.policy.clear_cache()
 
     def trainable_parameters(self) -> list[Any]:
         params = [p for p in self.model.parameters() if p.requires_grad]
@@ -63,17 +98,13 @@ class UpdateSteps:
             named |= {f"action_head.{k}": p for k, p in head.named_parameters() if p.requires_grad}
         return named
 
-    def _make_average(self) -> WeightAverage:
-        optim = self.config.optim
-        return WeightAverage(self.policy_parameters, optim.average_decay, self.sync_acting_weights)
-
-    def _make_optimizer(self, lr: float | None = None) -> Any:
+    def make_optimizer(self, lr: float | None = None) -> Any:
         optim = self.config.optim
         return make_optimizer(
             self.model, self.extra_modules, self.module_lr, optim, lr or optim.learning_rate
         )
 
-    def _module_rates(self) -> dict[str, float]:
+    def module_rates(self) -> dict[str, float]:
         """``train/lr_<module>``: the current rate of each extra module (action head, critic)."""
         rates = {}
         for name, module in self.extra_modules.items():
@@ -83,24 +114,25 @@ class UpdateSteps:
                     rates[f"train/lr_{name}"] = group["lr"]
         return rates
 
-    def _budget(self) -> int:
-        """What the run will spend (the progress bar's total, ``anneal_lr``'s horizon): env
-        steps, or the episodes of the whole updates that an episode budget allows."""
-        run = self.config.run
-        if not run.total_episodes:
-            return run.total_env_steps
-        return math.ceil(run.total_episodes / run.episodes_per_update) * run.episodes_per_update
-
-    def _spent(self) -> int:
-        return self.episodes_done if self.config.run.total_episodes else self.env_steps
-
-    def _anneal(self) -> None:
-        """``anneal_lr``: every group's rate at ``(1 - spent / budget)`` of its initial one."""
-        if not self.config.optim.anneal_lr or not self.envs:
-            return
-        frac = max(0.0, 1.0 - self._spent() / max(self._budget(), 1))
+    def anneal(self, fraction: float) -> None:
+        """``anneal_lr``: every group's rate at ``fraction`` of its initial one."""
         for group in self.optimizer.param_groups:
-            group["lr"] = group["initial_lr"] * frac
+            group["lr"] = group["initial_lr"] * fraction
+
+    def refresh_reference(self) -> None:
+        """Make the current policy the new reference (merging a LoRA adapter) and restart the
+        optimizer on the fresh adapter."""
+        model = self.weights.refresh(self.model, self.policy)
+        if model is not self.model:
+            self.set_model(model)
+            self.optimizer = self.make_optimizer()
+            self.average.reset()  # it averaged the adapter now merged
+
+    def sync_acting_weights(self) -> None:
+        """When acting goes through a vLLM server: hot-load the current weights there;
+        otherwise nothing (the policy acts with the model)."""
+        if self.vllm is not None:
+            self.vllm.sync_weights()
 
     # ---- the policy as the update sees it --------------------------------------------------
 
@@ -117,7 +149,7 @@ class UpdateSteps:
         log-probs and hidden states of rollouts under the current weights, one output per chunk."""
         outs = []
         for chunk in chunks(list(samples), self.config.optim.micro_batch_size):
-            with self.torch.no_grad():
+            with torch.no_grad():
                 outs.append(self.evaluate_samples(chunk))
         return outs
 
@@ -129,46 +161,40 @@ class UpdateSteps:
         raw outputs (one per chunk, for a critic). ``acted``: those outputs when already
         computed (acting through vLLM computes them for ``perf/vllm_logprob_gap``)."""
         outs = acted if acted is not None else self.recompute(samples)
-        logps = self.torch.cat([out.logprob.float() for out in outs])
+        logps = torch.cat([out.logprob.float() for out in outs])
         tokens = [t.float() for out in outs for t in getattr(out, "token_logprobs", None) or []]
         return logps, (tokens or None), outs
 
     def reference_logprobs(self, samples: Sequence[Any]) -> Any:
-        """log pi_ref(taken | prompt) per sample [N] (see :class:`Weights`)."""
+        """log pi_ref(taken | prompt) per sample [N] (see :class:`~llmgym.rl.weights.Weights`)."""
         values = self.weights.reference_logprobs(self.policy, samples, self.recompute)
         return values.to(self.device)
-
-    def refresh_reference(self) -> None:
-        """Make the current policy the new reference (merging a LoRA adapter) and restart the
-        optimizer on the fresh adapter."""
-        model = self.weights.refresh(self.model, self.policy)
-        if model is not self.model:
-            self.model = self.policy.model = model
-            self.policy.clear_cache()
-            self.optimizer = self._make_optimizer()
-            self.average.reset()  # it averaged the adapter now merged
-
-    def sync_acting_weights(self) -> None:
-        """When acting goes through a vLLM server: hot-load the current weights there;
-        otherwise nothing (the policy acts with the model)."""
-        if self.vllm is not None:
-            self.vllm.sync_weights()
 
     @property
     def ent_coef(self) -> float:
         """The entropy bonus in force: the configured one plus the low-entropy boost."""
-        return float(getattr(self.config, "ent_coef", 0.0)) + self.ent_boost
+        return float(getattr(self.config, "ent_coef", 0.0)) + self.state.ent_boost
 
     def adapt_entropy(self, entropy: float | None) -> None:
         """Double the boost while the policy's entropy is below ``min_entropy`` (starting at
         0.01, capped at 1); halve it away once the entropy has recovered."""
-        floor = self.config.min_entropy
+        floor, state = self.config.min_entropy, self.state
         if not floor or entropy is None or not math.isfinite(entropy):
             return
         if entropy < floor:
-            self.ent_boost = min(1.0, max(0.01, 2 * self.ent_boost))
+            state.ent_boost = min(1.0, max(0.01, 2 * state.ent_boost))
         else:
-            self.ent_boost = self.ent_boost / 2 if self.ent_boost > 1e-3 else 0.0
+            state.ent_boost = state.ent_boost / 2 if state.ent_boost > 1e-3 else 0.0
+
+    # ---- before an update ------------------------------------------------------------------
+
+    def prepare(self, episodes: list[Episode]) -> tuple[list[Any] | None, dict[str, float]]:
+        """Before an update on ``episodes``: ``lora.init=states`` on the first, the action
+        head's feature statistics; returns the acting outputs when acting went through vLLM
+        (the update's old log-probs) and their gap to the server's."""
+        self._init_lora(episodes)
+        self._refresh_head_features(episodes)
+        return self._vllm_gap(episodes)
 
     def _vllm_gap(self, episodes: list[Episode]) -> tuple[list[Any] | None, dict[str, float]]:
         """Acting through vLLM: the batch's outputs recomputed here (no gradient, the weights
@@ -186,7 +212,7 @@ class UpdateSteps:
         lora = self.config.lora
         if lora.init != "states" or not lora.enabled or not self.config.optim.train_backbone:
             return
-        if self.iteration > 0:  # set once, before the first update (a resume keeps its own)
+        if self.state.iteration > 0:  # set once, before the first update (a resume keeps its own)
             return
         from llmgym.rl.weights import init_lora_from_states
 
@@ -194,19 +220,20 @@ class UpdateSteps:
             [tuple(s.sample.prompt_ids) for e in episodes for s in e.steps]
         )
         # every process the same prompts in the same order, so the replicas stay equal
-        init_lora_from_states(self.model, list(dict.fromkeys(prompts)), self.tokenizer.pad_token_id)
+        pad = self.policy.tokenizer.pad_token_id
+        init_lora_from_states(self.model, list(dict.fromkeys(prompts)), pad)
 
     def _refresh_head_features(self, episodes: list[Episode]) -> None:
         """Add the batch's hidden states to the head's whitening statistics and refresh the map
         (before the update, so its old and new log-probs share one feature map)."""
         head = self.policy.head
-        if head is None or self.features_frozen:
+        if head is None or self.state.features_frozen:
             return
         hidden = [s.sample.hidden for e in episodes for s in e.steps]
         hidden = self.processes.gather([h.cpu() for h in hidden if h is not None])
         if not hidden:
             return
-        head.whitener.update(self.torch.stack(hidden).to(self.device))
+        head.whitener.update(torch.stack(hidden).to(self.device))
         head.whitener.refresh()
 
     # ---- the optimisation step and the epoch loop ------------------------------------------
@@ -218,7 +245,6 @@ class UpdateSteps:
         non-finite loss or gradient skips the step (counted in ``train/skipped_updates``).
         Returns the averaged stats, or None when the step was skipped.
         """
-        torch = self.torch
         self.optimizer.zero_grad(set_to_none=True)
         n = self.processes.sum([len(indices)])[0]  # the minibatch over all processes
         totals: dict[str, float] = {}
@@ -248,8 +274,8 @@ class UpdateSteps:
 
     def _skip(self, why: str) -> None:
         self.optimizer.zero_grad(set_to_none=True)
-        self.skipped_updates += 1
-        self._warn(f"skipped an update: {why}", key="skip")
+        self.state.skipped_updates += 1
+        self.warn(f"skipped an update: {why}", key="skip")
         return None
 
     def run_epochs(
@@ -268,7 +294,7 @@ class UpdateSteps:
         while epochs_run < epochs and not stopped:
             epochs_run += 1
             for mb in self.processes.minibatches(
-                size, self.config.optim.minibatch_size, self.np_rng
+                size, self.config.optim.minibatch_size, self.state.np_rng
             ):
                 stats = self.optimize(mb, loss_fn)
                 if stats is None:
@@ -284,9 +310,15 @@ class UpdateSteps:
 
 
 def chunks(items: list, size: int) -> Iterator[list]:
+    """``items`` in consecutive pieces of ``size`` (at least 1).
+
+    Example:
+        >>> list(chunks([1, 2, 3], 2))
+        [[1, 2], [3]]
+    """
     size = max(1, size)
     for i in range(0, len(items), size):
         yield items[i : i + size]
 
 
-__all__ = ["LossFn", "UpdateSteps", "chunks"]
+__all__ = ["Learner", "LossFn", "chunks"]
