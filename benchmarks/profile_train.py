@@ -255,12 +255,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             clock.on = True
             if args.cprofile == "same":
                 profile.enable()
-        steps = trainer.env_steps
+        steps = trainer.state.env_steps
         start_wall, start_cpu = time.perf_counter(), time.process_time()
         metrics = trainer.run_iteration()
         iterations.append(
             {
-                "env_steps": trainer.env_steps - steps,
+                "env_steps": trainer.state.env_steps - steps,
                 "s": time.perf_counter() - start_wall,
                 "cpu_s": time.process_time() - start_cpu,
                 "epochs_run": metrics.get("losses/epochs"),
@@ -272,12 +272,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     cprofiled = None
     if args.cprofile == "separate":
         clock.on = False
-        steps = trainer.env_steps
+        steps = trainer.state.env_steps
         start = time.perf_counter()
         profile.enable()
         trainer.run_iteration()
         profile.disable()
-        cprofiled = {"env_steps": trainer.env_steps - steps, "s": time.perf_counter() - start}
+        cprofiled = {"env_steps": trainer.state.env_steps - steps, "s": time.perf_counter() - start}
     evaluation = None
     if args.evaluate:
         clock.wall, clock.cpu, clock.calls = {}, {}, {}

@@ -228,6 +228,12 @@ class FlopCounter:
             handle.remove()
 
 
+
+def _counters(trainer: Any) -> Any:
+    """Where the trainer keeps its env-step count: ``trainer.state`` since the engine was
+    composed, the trainer itself at a2d92ac."""
+    return getattr(trainer, "state", trainer)
+
 def build_trainer(model: str, mode: str, threads: int, output_dir: str) -> tuple[Any, dict]:
     """The trainer of :data:`CONFIG` at whatever commit ``llmgym`` imports from, and a note of
     the settings: those passed, those only some commits know, and any of the commit's own
@@ -315,14 +321,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     for _ in range(args.iterations):
         before = dict(clock)
         tokens_before = dict(stats)
-        steps_before = trainer.env_steps
+        steps_before = _counters(trainer).env_steps
         flops_before = dict(counter.flops)
         wall, cpu = time.perf_counter(), time.process_time()
         metrics = trainer.run_iteration()
         end = time.perf_counter()
         iterations.append(
             {
-                "env_steps": trainer.env_steps - steps_before,
+                "env_steps": _counters(trainer).env_steps - steps_before,
                 "end": end,
                 "s": end - wall,
                 "cpu_s": time.process_time() - cpu,

@@ -267,12 +267,12 @@ def phase(env_id: str, name: str, path: str, args: argparse.Namespace) -> dict[s
     trainer.train_on_episodes = timed_update
     iterations = []
     for _ in range(args.iterations):
-        steps_before = trainer.env_steps
+        steps_before = trainer.state.env_steps
         cpu_before = dict(cpu)
         metrics = trainer.run_iteration()
         iterations.append(
             {
-                "env_steps": trainer.env_steps - steps_before,
+                "env_steps": trainer.state.env_steps - steps_before,
                 "act_s": metrics["perf/rollout_s"],
                 "update_s": metrics["perf/update_s"],
                 "iteration_s": metrics["perf/iteration_s"],
@@ -294,7 +294,7 @@ def phase(env_id: str, name: str, path: str, args: argparse.Namespace) -> dict[s
         "setup_s": setup_s,
         "iterations": iterations,
         "params": params,
-        "trainable_params": sum(p.numel() for p in trainer.trainable_parameters()),
+        "trainable_params": sum(p.numel() for p in trainer.learner.trainable_parameters()),
         "backward_span_params": trained_span,
         "policy_stats_act": stats_act,
         "tokens": dict(counter.counts),
