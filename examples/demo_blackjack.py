@@ -30,8 +30,9 @@ from pathlib import Path
 from llmgym.agents.registry import make_agent
 from llmgym.evaluation.exact import exact_value
 from llmgym.policy.models import load_model_for
-from llmgym.rl import config_class, trainer_class
+from llmgym.rl import config_class
 from llmgym.rl.plotting import plot_run
+from llmgym.rl.trainer import Trainer
 
 ENV_ID = "Text-Blackjack-v1"
 
@@ -81,11 +82,11 @@ def main() -> None:
         )
     )
     model, tokenizer = load_model_for(config.policy.model)
-    trainer = trainer_class("ppo")(config, model=model, tokenizer=tokenizer)
-    before = trainer.evaluate_exact()["mean_return"]
+    trainer = Trainer(config, model=model, tokenizer=tokenizer)
+    before = trainer.evaluation.exact_value(trainer.policy)["mean_return"]
     print(f"zero-shot greedy policy, exact expected return: {before:+.4f}")
     trainer.train()
-    after = trainer.evaluate_exact()["mean_return"]
+    after = trainer.evaluation.exact_value(trainer.policy)["mean_return"]
     weights = trainer.save_policy(Path(args.output) / "policy")
     wall = time.perf_counter() - start
 
@@ -106,7 +107,8 @@ def main() -> None:
     for name, value in rows + list(references.items()):
         print(f"  {name:<34} {value:+.4f}")
     print(
-        f"\nTrained on {trainer.episodes_done} episodes / {trainer.env_steps} env steps in "
+        f"\nTrained on {trainer.state.episodes_done} episodes / {trainer.state.env_steps} env "
+        f"steps in "
         f"{wall / 60:.1f} min. Learning curve: {png}. Policy: {weights}"
     )
     summary = {
@@ -115,8 +117,8 @@ def main() -> None:
         "algo": "ppo",
         "mode": "score",
         "sft": "none",
-        "env_steps": trainer.env_steps,
-        "episodes": trainer.episodes_done,
+        "env_steps": trainer.state.env_steps,
+        "episodes": trainer.state.episodes_done,
         "wall_s": round(wall, 1),
         "eval_method": "exact",
         "start_value": before,

@@ -231,7 +231,7 @@ def _run(plan: Any, resume: bool, command: str, result_json: str, policy_out: st
         if main:
             _print_start(plan, trainer, resume)
         start_value = records.start_value(trainer, Path(output), plan.final_eval_episodes, resume)
-        final = trainer.train(resume=resume, final_episodes=plan.final_eval_episodes)
+        final = trainer.train(resume, plan.final_eval_episodes, start_eval=start_value)
         weights = trainer.save_policy(policy_out or Path(output) / "policy")
         # every process: the constant-policy check may act collectively
         result = records.result_record(
@@ -313,15 +313,30 @@ def _trained(config: Any) -> str:
 
 
 def _budget(config: Any) -> str:
-    """The budget, and that it is checked between updates (a run ends after the update that
-    reaches it, so a budget smaller than one update's episodes runs that update whole)."""
+    """The budget that applies, as the run spends it: an env-step budget stops the last
+    collection when it is spent (GRPO plays its groups whole and checks it between updates);
+    an episode budget runs whole updates (``--episodes 6`` with 4 per update trains 8); with
+    both, whichever comes first.
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> _budget(NS(algo="ppo", run=NS(total_env_steps=32, total_episodes=0)))
+        '32 env steps (the last collection stops when they are spent)'
+        >>> _budget(NS(algo="grpo", run=NS(total_env_steps=500, total_episodes=6,
+        ...                                episodes_per_update=4)))
+        '8 episodes (2 updates of 4) or 500 env steps (checked after each update), whichever first'
+    """
     run = config.run
-    spent = (
-        f"{run.total_episodes} episodes"
-        if run.total_episodes
-        else f"{run.total_env_steps} env steps"
-    )
-    return f"{spent} (checked after each update of {run.episodes_per_update} episodes)"
+    steps = f"{run.total_env_steps} env steps"
+    if getattr(config, "algo", "") == "grpo":  # groups are played whole
+        steps += " (checked after each update)"
+    else:
+        steps += " (the last collection stops when they are spent)"
+    if not run.total_episodes:
+        return steps
+    updates = math.ceil(run.total_episodes / run.episodes_per_update)
+    episodes = f"{updates * run.episodes_per_update} episodes ({updates} updates of "
+    return f"{episodes}{run.episodes_per_update}) or {steps}, whichever first"
 
 
 def _not_applied(ignored: dict[str, tuple[Any, Any]]) -> str:

@@ -220,13 +220,14 @@ def exact_value(
     act: Act,
     env_kwargs: dict[str, Any] | None = None,
     max_steps: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ExactResult:
     """Exact expected return of the deterministic Markov policy ``act`` on
     ``gym.make(env_id, **env_kwargs)`` within ``max_steps`` steps (default: the step cap of
     sampled evaluation); on a map set, its mean over the maps. ``act`` is called once per
     batch of ``BATCH_SIZE`` states; it must answer each observation as it would in an episode
-    (greedily, with no memory). Raises ``ConfigError`` (one sentence) where ``supports_exact``
-    is False."""
+    (greedily, with no memory); ``progress(done, total)`` after each batch, in states. Raises
+    ``ConfigError`` (one sentence) where ``supports_exact`` is False."""
     env, reason = _make(env_id, env_kwargs)
     if env is None:
         raise ConfigError(reason)
@@ -244,6 +245,8 @@ def exact_value(
         for (key, _), answer in zip(batch, answers):
             result = parse.parser(answer)
             actions[key], parsed[key] = int(result.action), bool(result.ok)
+        if progress is not None:
+            progress(i + len(batch), len(rows))
     values = []
     for table in tables:
         policy = np.zeros(len(table.P), dtype=int)

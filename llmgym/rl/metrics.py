@@ -124,8 +124,9 @@ def logprob_gap(samples: Sequence[Any], outs: Sequence[Any]) -> tuple[float, flo
 
 def collapse_warnings(metrics: dict[str, Any], episodes: list[Episode], kl_warn: float) -> dict:
     """Collapse diagnostics: ``{key: message}`` for one action chosen > 98 % of the time
-    (with 30 turns or more), entropy ~0 and a KL to the reference above ``kl_warn``; sets
-    ``diagnostics/collapsed`` in ``metrics``.
+    (with 30 turns or more; when nothing parses, the fallback action is named as the cause),
+    entropy ~0 and a KL to the reference above ``kl_warn``; sets ``diagnostics/collapsed`` in
+    ``metrics``.
 
     Example:
         >>> collapse_warnings({"charts/entropy": 0.001}, [], kl_warn=2.0)
@@ -136,12 +137,20 @@ def collapse_warnings(metrics: dict[str, Any], episodes: list[Episode], kl_warn:
     n_actions = metrics.get("diagnostics/num_valid_actions", 0)
     collapsed = n_actions > 1 and top > 0.98 and metrics.get("charts/episodic_length", 0) > 0
     metrics["diagnostics/collapsed"] = float(collapsed)
+    parse_rate = metrics.get("llmgym/parse_rate")
     if collapsed and sum(e.length for e in episodes) >= 30:
-        out["collapse"] = (
-            f"action distribution collapsed: {metrics.get('diagnostics/top_action')!r} is "
-            f"chosen {top:.0%} of the time (raise the entropy bonus or KL coefficient, or "
-            "lower the learning rate)"
-        )
+        action = metrics.get("diagnostics/top_action")
+        if parse_rate is not None and parse_rate < 0.02:  # the env's fallback, not a choice
+            out["collapse"] = (
+                f"almost no answer parses (parse rate {parse_rate:.2f}): the env plays its "
+                f"fallback {action!r} every turn (raise max_new_tokens, keep the prefill, or "
+                "warm start with --sft auto)"
+            )
+        else:
+            out["collapse"] = (
+                f"action distribution collapsed: {action!r} is chosen {top:.0%} of the time "
+                "(raise the entropy bonus or KL coefficient, or lower the learning rate)"
+            )
     entropy = metrics.get("charts/entropy")
     if entropy is not None and entropy < 0.01:
         out["entropy"] = f"policy entropy fell to {entropy:.4f}: exploration has stopped"

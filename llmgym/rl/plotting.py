@@ -51,6 +51,24 @@ def _series(rows: list[dict[str, float]], key: str) -> tuple[list[float], list[f
     return xs, ys
 
 
+def _eval_labels(rows: list[dict[str, float]]) -> tuple[str, str]:
+    """The legend's names of the periodic and the final evaluations: the exact value where the
+    final one was exact (``final_eval/episodes`` 0; the periodic ones are made alike), else
+    the episodes played.
+
+    Example:
+        >>> _eval_labels([{"final_eval/mean_return": -0.07, "final_eval/episodes": 0.0}])
+        ('eval (exact value)', 'final eval (exact value)')
+        >>> _eval_labels([{"final_eval/mean_return": 0.5, "final_eval/episodes": 1000.0}])
+        ('eval (greedy, fixed seeds)', 'final eval (1,000 episodes)')
+    """
+    _, episodes = _series(rows, "final_eval/episodes")
+    if episodes and episodes[-1] == 0:
+        return "eval (exact value)", "final eval (exact value)"
+    final = f"final eval ({int(episodes[-1]):,} episodes)" if episodes else "final eval"
+    return "eval (greedy, fixed seeds)", final
+
+
 #: The series a learning curve draws; metrics with none of them have nothing to plot.
 PLOTTED = (
     "charts/episodic_return",
@@ -92,13 +110,14 @@ def plot_run(
         plt.close(fig)
         raise TrainingError(f"Cannot plot to {out}: no image format is called {suffix!r}; use png.")
     ax = axes[0, 0]
+    eval_label, final_label = _eval_labels(rows)
     x, y = _series(rows, "charts/episodic_return")
     if x:
         ax.plot(x, y, alpha=0.45, label="train episodes (sampled)")
     x, y = _series(rows, "eval/mean_return")
     _, ci = _series(rows, "eval/ci95")
     if x:
-        ax.plot(x, y, "o-", label="eval (greedy, fixed seeds)")
+        ax.plot(x, y, "o-", label=eval_label)
         if len(ci) == len(y):
             ax.fill_between(
                 x, [a - b for a, b in zip(y, ci)], [a + b for a, b in zip(y, ci)], alpha=0.2
@@ -113,7 +132,7 @@ def plot_run(
             fmt="s",
             color="C3",
             capsize=4,
-            label="final eval (1,000 episodes)",
+            label=final_label,
         )
     for name, value in (references or {}).items():
         ax.axhline(value, ls="--", lw=1, color="gray")

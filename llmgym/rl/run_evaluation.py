@@ -12,6 +12,8 @@ Example:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
@@ -24,8 +26,16 @@ class RunEvaluation:
     """Evaluations of a run's policy in ``envs`` (made with ``kwargs``: the registered step
     limit, held-out problems where split); ``last_exact`` keeps the newest exact one."""
 
-    def __init__(self, config: Any, envs: list[Any], kwargs: dict[str, Any], torch: Any) -> None:
+    def __init__(
+        self,
+        config: Any,
+        envs: list[Any],
+        kwargs: dict[str, Any],
+        torch: Any,
+        show_progress: bool = False,
+    ) -> None:
         self.config, self.envs, self.kwargs, self.torch = config, envs, kwargs, torch
+        self.show_progress = show_progress  # a bar over an exact evaluation's states
         self.last_exact: Any = None  # the newest exact evaluation (ExactResult)
 
     def run(self, policy: Any, episodes: int | None, seed_base: int) -> dict:
@@ -66,8 +76,8 @@ class RunEvaluation:
             return [s.text for s in policy.act(observations, infos, greedy=True)]
 
         start = time.perf_counter()
-        with self.torch.no_grad():
-            result = exact_value(self.config.run.env_id, act, self.kwargs)
+        with self.torch.no_grad(), _states_bar(self.show_progress) as progress:
+            result = exact_value(self.config.run.env_id, act, self.kwargs, progress=progress)
         self.last_exact = result  # the actions it took, for the run's record
         wall = time.perf_counter() - start
         return EvalResult.exact(result.value, result.parse_rate, wall).summary()
@@ -86,6 +96,30 @@ class RunEvaluation:
             f"{who} over {n} episodes (eval.method={cfg.method}; --set eval.method=exact where "
             "the env allows it)"
         )
+
+
+@contextmanager
+def _states_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """``exact_value``'s ``progress``: a tqdm bar over the states answered, closed after (None
+    when off or tqdm is missing)."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        enabled = False
+    if not enabled:
+        yield None
+        return
+    bar = tqdm(total=0, unit=" states", desc="exact evaluation", leave=False, dynamic_ncols=True)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    try:
+        yield progress
+    finally:
+        bar.close()
 
 
 __all__ = ["RunEvaluation"]

@@ -131,7 +131,9 @@ class Trainer:
         # Evaluation runs under the registered step limit, on held-out problems where split.
         eval_kwargs = evaluation_kwargs(run.env_kwargs)
         eval_envs = make(eval_kwargs) if run.env_id and eval_kwargs != run.env_kwargs else None
-        self.evaluation = RunEvaluation(config, eval_envs or self.envs, eval_kwargs, self.torch)
+        show = run.progress and self.processes.is_main
+        envs = eval_envs or self.envs
+        self.evaluation = RunEvaluation(config, envs, eval_kwargs, self.torch, show_progress=show)
         self.collector = Collector(config, self.envs, self.policy, self.processes, self.state)
         self.algorithm = entry.algorithm_class()(config, self.learner, self.collector, self.state)
         self.learner.start()  # after the algorithm added its modules (a critic)
@@ -295,10 +297,17 @@ class Trainer:
 
     # ---- the loop --------------------------------------------------------------------------
 
-    def train(self, resume: bool = False, final_episodes: int | None = None) -> dict[str, Any]:
+    def train(
+        self,
+        resume: bool = False,
+        final_episodes: int | None = None,
+        start_eval: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """Run until the budget is spent; returns the final evaluation (over ``final_episodes``
         episodes, default ``eval_episodes``; the exact value needs none), made after the last
-        checkpoint so that an interrupted final evaluation resumes without repeating an update."""
+        checkpoint so that an interrupted final evaluation resumes without repeating an update.
+        ``start_eval``: an evaluation of the weights before training (``llmgym train``'s start
+        value), reused at iteration 0 where it measures the same thing."""
         cfg, state, checkpointer = self.config, self.state, self.checkpointer
         main = self.processes.is_main
         if resume:
@@ -320,7 +329,7 @@ class Trainer:
         pbar = progress_bar(cfg.run.progress and main, total=self._budget(), initial=self._spent())
         try:
             if state.iteration == 0 and not resume:
-                self._first_evaluation(pbar)
+                self._first_evaluation(pbar, start_eval)
             while not self._done():
                 self.run_iteration(pbar)
             checkpointer.check_trained()  # a run whose every step was skipped stops here, failed
@@ -337,9 +346,9 @@ class Trainer:
             if self.logger is not None:
                 self.logger.close()
 
-    def _first_evaluation(self, pbar: Any) -> None:
+    def _first_evaluation(self, pbar: Any, start_eval: dict[str, Any] | None) -> None:
         """Iteration 0: the SFT warm start when configured, then the start evaluation (unless
-        ``eval.start`` is off)."""
+        ``eval.start`` is off; ``start_eval`` where :meth:`_same_start` holds)."""
         start = time.perf_counter()
         metrics: dict[str, Any] = {}
         warm = self.config.sft.source != "none"
@@ -349,7 +358,7 @@ class Trainer:
             metrics |= warm_start(self)
             self.learner.sync_acting_weights()
         if self.config.eval.start:
-            ev = self.evaluate()
+            ev = start_eval if self._same_start(start_eval, warm) else self.evaluate()
             self.state.first_eval = ev  # after the SFT warm start, when there is one
             metrics |= eval_metrics(ev) | {"perf/eval_s": time.perf_counter() - start}
             self.say(f"iter 0: {eval_line(ev)}", pbar)
@@ -358,6 +367,15 @@ class Trainer:
         if warm:
             # iter_000000: the SFT warm start (RL can restart here)
             self.checkpointer.save_checkpoint()
+
+    def _same_start(self, start_eval: dict[str, Any] | None, warm: bool) -> bool:
+        """Whether ``start_eval`` is what iteration 0 would measure: no SFT warm start since,
+        a greedy policy (no random draws to repeat) and the exact value, or as many episodes on
+        the same seeds."""
+        if start_eval is None or warm or not self.config.eval.greedy:
+            return False
+        exact = start_eval.get("method") == "exact"
+        return exact or start_eval.get("episodes") == self.config.eval.episodes
 
     def run_iteration(self, pbar: Any = None) -> dict[str, Any]:
         """Collect, update, log, maybe evaluate and checkpoint. Returns the logged metrics."""

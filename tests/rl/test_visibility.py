@@ -68,7 +68,7 @@ def test_no_progress_hides_the_bar_but_not_the_evaluations(tmp_path, capsys):
     result = CliRunner().invoke(app, [*args, "--steps", "8"])
     assert result.exit_code == 0, result.output
     text = " ".join((result.output + capsys.readouterr().out).split())
-    assert "budget 8 env steps (checked after each update of 4 episodes)" in text
+    assert "budget 8 env steps (the last collection stops when they are spent)" in text
     assert "iter 0: eval return" in text and "iter 1 (4 env steps): eval return" in text
     result = CliRunner().invoke(app, [*args, "--steps", "12", "--resume"])
     assert result.exit_code == 0, result.output
@@ -118,3 +118,60 @@ def test_the_bar_counts_the_episodes_that_whole_updates_train(tmp_path, capsys):
     assert result.exit_code == 0, result.output
     bar = result.output + "".join(capsys.readouterr())
     assert "8/8" in bar and "/6 " not in bar, bar
+    banner = " ".join(result.output.split())
+    assert "budget 8 episodes (2 updates of 4) or 1000 env steps" in banner, banner
+
+
+def test_the_start_evaluation_runs_once_where_it_measures_the_same(tmp_path, monkeypatch):
+    # The start value (before training) and iteration 0's evaluation are one evaluation when
+    # they measure the same thing (greedy, as many episodes, no SFT warm start in between).
+    from llmgym.rl.run_evaluation import RunEvaluation
+
+    calls: list[int | None] = []
+    run = RunEvaluation.run
+    monkeypatch.setattr(
+        RunEvaluation, "run", lambda self, *a: calls.append(a[1]) or run(self, *a)
+    )
+    args = ["train", BANDIT, *ARGS, "--steps", "4", "--eval-every", "0", "--no-progress"]
+    result = CliRunner().invoke(app, [*args, "--output", str(tmp_path / "once")])
+    assert result.exit_code == 0, result.output
+    assert len(calls) == 2, calls  # the start value (also iteration 0's), the final one
+    calls.clear()
+    more = ["--eval-episodes", "8", "--output", str(tmp_path / "twice")]
+    result = CliRunner().invoke(app, [*args, *more])
+    assert result.exit_code == 0, result.output
+    assert len(calls) == 3, calls  # 4 episodes before training, 8 at iteration 0: two
+
+
+def test_an_exact_evaluation_shows_its_progress(capsys):
+    from types import SimpleNamespace as NS
+
+    import torch
+
+    from llmgym.rl.run_evaluation import RunEvaluation
+
+    config = NS(run=NS(env_id="Text-Blackjack-v1"))
+    evaluation = RunEvaluation(config, [], {}, torch, show_progress=True)
+    policy = NS(act=lambda obs, infos, greedy: [NS(text="stick") for _ in obs])
+    assert evaluation.exact_value(policy)["mean_return"] < 0
+    err = capsys.readouterr().err
+    assert "exact evaluation" in err and "states" in err, err
+
+
+def test_the_collapse_warning_names_a_parse_rate_of_zero():
+    from types import SimpleNamespace as NS
+
+    from llmgym.rl.metrics import collapse_warnings
+
+    metrics = {
+        "diagnostics/top_action_frac": 1.0,
+        "diagnostics/num_valid_actions": 2,
+        "diagnostics/top_action": "stick",
+        "charts/episodic_length": 1.0,
+        "charts/entropy": 10.79,
+    }
+    episodes = [NS(length=40)]
+    nothing_parses = collapse_warnings(metrics | {"llmgym/parse_rate": 0.0}, episodes, 2.0)
+    assert nothing_parses["collapse"].startswith("almost no answer parses (parse rate 0.00)")
+    chosen = collapse_warnings(metrics | {"llmgym/parse_rate": 1.0}, episodes, 2.0)
+    assert chosen["collapse"].startswith("action distribution collapsed: 'stick' is chosen 100%")
