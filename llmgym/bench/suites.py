@@ -9,12 +9,15 @@ Example:
     (True, 19)
     >>> episodes_for("Text-Blackjack-v1"), episodes_for("Text-Blackjack-v1", override=10)
     (2000, 10)
+    >>> episodes_for("Text-FrozenLakeMaps4x4-Heldout-v0")  # every map of the set once
+    100
 """
 
 from __future__ import annotations
 
 from llmgym.envs.catalog import CATALOG, text_id
 from llmgym.envs.language import LANGUAGE_SUITE
+from llmgym.envs.maps import BASE_IDS, MAP_SETS
 from llmgym.errors import ConfigError
 
 #: Bench episodes of an env ``EPISODES`` gives no count of its own.
@@ -50,6 +53,8 @@ _COUNTS = {
     text_id("FrozenLake"): 1000,
     text_id("FrozenLake8x8"): 500,
     text_id("Taxi"): 200,
+    # a FrozenLake map set: seeds 0..N-1 play each of its N maps once
+    **{f"Text-{base}": MAP_SETS[kwargs["map_set"]] for base, kwargs in BASE_IDS.items()},
 }
 #: Episodes per catalog env when ``--episodes`` is not given.
 EPISODES: dict[str, int] = {e.id: _COUNTS.get(e.id, DEFAULT_EPISODES) for e in CATALOG}
