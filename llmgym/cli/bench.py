@@ -140,7 +140,7 @@ def bench(
 
     Variants: --env-kwarg KEY=VALUE makes every env with that option, e.g.
     llmgym bench --envs Text-Blackjack-v1 --env-kwarg action_names=alt
-    (the leaderboard shows Text-Blackjack-v1 [action_names=alt]).
+    (the leaderboard labels each env with its options, in brackets).
 
     Add a policy you trained (llmgym train) as llm:MODEL@RUN_DIR, e.g.
     llmgym bench --envs Text-Taxi-v4 --agents random,llm:smollm2-135m@RUN_DIR
