@@ -239,6 +239,18 @@ class LLMPolicy(ScoreMode):
             self.update_backend.sync_weights()
         self._memo.clear()
 
+    def forget_kept_states(self) -> None:
+        """Forget every state kept across calls (the cached prefix, the memoised features, the
+        frozen trunk's states; :meth:`clear_cache` keeps the trunk's), so that what follows is
+        computed as after a fresh start. Kept floats depend on the batches they were computed
+        in: a run resumed from a checkpoint computes exactly what the uninterrupted run does
+        when both forget at the checkpoint."""
+        self.clear_cache()
+        for backend in (self.backend, self.update_backend):
+            trunk = getattr(backend, "trunk", None)
+            if trunk is not None:
+                trunk.forget()
+
     def share_memo(self, memo: dict[tuple[Any, ...], Any]) -> dict[tuple[Any, ...], Any]:
         """Use ``memo`` as this policy's store of memoised features (with ``memoize``) and
         return it, so that policies over one frozen backbone (several runs of a sweep) compute

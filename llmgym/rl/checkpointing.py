@@ -69,11 +69,13 @@ class Checkpointer:
 
     def save_checkpoint(self) -> Path:
         """Adapter (safetensors) + extra modules + optimizer + RNG states + counters + config
-        (written by the main process; the others wait for it)."""
+        (written by the main process; the others wait for it). Then the policy forgets its
+        kept states, as a run resumed here starts without them: resuming is exact."""
         path = self.run_dir / "checkpoints" / f"iter_{self.state.iteration:06d}"
         if self.processes.is_main:
             self._write_checkpoint(path)
         self.processes.wait()
+        self.learner.policy.forget_kept_states()
         return path
 
     def _write_checkpoint(self, path: Path) -> None:

@@ -66,6 +66,15 @@ class FrozenTrunk:
         self._memo: dict[tuple, Any] = {}
         self._memo_key: Any = None
 
+    def forget(self) -> None:
+        """Drop every kept state (the trunk's, the stems, the top layers' prefix, the memo):
+        what follows is computed as after a fresh start."""
+        self.store.clear()
+        self._stems.clear()
+        self._top_prefix = ([], [], None)
+        self._memo.clear()
+        self._memo_key = None
+
     # ---- whether it applies ------------------------------------------------------------------
 
     def active(self, probe_ids: Sequence[int]) -> bool:
