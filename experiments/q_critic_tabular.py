@@ -23,7 +23,7 @@ import torch
 
 import llmgym  # noqa: F401  (registers the Text- envs)
 from llmgym.baselines.planning import _arrays, evaluate_tabular
-from llmgym.evaluation.exact import _find, _make, _model, _state_texts
+from llmgym.evaluation.exact import _find, _make, _tables
 from llmgym.rl import make_trainer
 from llmgym.rl.qcritic import ridge_fit
 from llmgym.wrappers.text_action import TextAction
@@ -77,8 +77,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     env, _ = _make(ENV, None)
-    rows, states = _state_texts(env)
-    P, start, obs_of = _model(env.unwrapped)
+    table = _tables(env)[0]  # Blackjack: one table
+    rows, states = list(table.rows.values()), table.states
+    P, start, obs_of = table.P, table.start, table.obs_of
     texts, infos = [t for _, t, _ in rows], [i for *_, i in rows]
     row_of = {raw: k for k, (raw, _, _) in enumerate(rows)}
     parse = _find(env, TextAction)
