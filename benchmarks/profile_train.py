@@ -310,23 +310,28 @@ def per_iteration(row: dict[str, Any], total: float) -> float:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    """The issue's rows (sums of categories), then every category, as shares of the timed
-    iterations' wall time (CPU seconds beside)."""
+    """The issue's rows (sums of categories), then every category: shares of the timed
+    iterations' CPU seconds (this process's: robust to other jobs on a shared machine) and
+    wall seconds, and both per iteration."""
     head = "| row | " + " | ".join(f"{r['model']} {r['mode']}" for r in rows) + " |"
     lines = [head, "|---|" + "---|" * len(rows)]
 
     def cell(r: dict[str, Any], cats: list[str]) -> str:
         wall = sum(r["split"]["wall"].get(c, 0.0) for c in cats)
         cpu = sum(r["split"]["cpu"].get(c, 0.0) for c in cats)
-        total = sum(r["split"]["wall"].values())
+        total, total_cpu = sum(r["split"]["wall"].values()), sum(r["split"]["cpu"].values())
         n = max(r["timed_iterations"], 1)
-        return f"{100 * wall / total:.1f} % ({wall / n:.2f} s, CPU {cpu / n:.2f} s)"
+        return (
+            f"{100 * cpu / total_cpu:.1f} % CPU, {100 * wall / total:.1f} % wall "
+            f"({cpu / n:.2f} CPU s, {wall / n:.2f} s)"
+        )
 
     for name, cats in GROUPS.items():
         lines.append(f"| **{name}** | " + " | ".join(cell(r, cats) for r in rows) + " |")
     lines.append(
-        "| iteration (s per timed iteration, env steps) | "
+        "| iteration (per timed iteration) | "
         + " | ".join(
+            f"{per_iteration(r, sum(r['split']['cpu'].values())):.1f} CPU s, "
             f"{per_iteration(r, sum(r['split']['wall'].values())):.1f} s, "
             f"{per_iteration(r, sum(i['env_steps'] for i in r['iterations'][1:])):.0f} steps"
             for r in rows
@@ -343,7 +348,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         )
         + " |"
     )
-    lines += ["", "Every category (share of the timed iterations' wall time):", ""]
+    lines += ["", "Every category (share of the timed iterations' CPU and wall time):", ""]
     lines += [head, "|---|" + "---|" * len(rows)]
     for c in CATEGORIES:
         lines.append(f"| {c} | " + " | ".join(cell(r, [c]) for r in rows) + " |")
@@ -363,6 +368,9 @@ def main() -> None:
     parser.add_argument("--append", action="store_true", help="Keep other (model, mode) rows.")
     parser.add_argument("--workdir", default="/tmp/llmgym-train-profile")
     parser.add_argument("--keep-worktrees", action="store_true")
+    parser.add_argument(
+        "--table-only", action="store_true", help="Print the table of --output's rows; run nothing."
+    )
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--mode", help=argparse.SUPPRESS)
@@ -374,6 +382,14 @@ def main() -> None:
         return
 
     from throughput import machine
+
+    if args.table_only:
+        report = json.loads(args.output.read_text())
+        report["table"] = table(report["results"])
+        print(report["machine"])
+        print(report["table"])
+        args.output.write_text(json.dumps(report, indent=2) + "\n")
+        return
 
     sha = git("rev-parse", "--verify", f"{args.commit}^{{commit}}")
     path, made = worktree(sha)
