@@ -81,6 +81,11 @@ SET_KEYS += ["sft", "head_lr", "history", "seed", "device"]
 ENV_KEYS = ["max_episode_steps", "history", "invalid_penalty", "describer", "on_invalid"]
 ENV_KEYS += ["good", "nope"]
 LLM_KEYS = ["temperature", "top_p", "history", "max_new_tokens", "mode", "bogus"]
+# issue 52: counts with caps, limits from the model's shape, a window without a display
+SET_KEYS += ["episodes_per_update", "sft.episodes", "max_new_tokens", "lora.layers"]
+SET_KEYS += ["lora.target_modules"]
+ENV_KEYS += ["render_mode"]
+ISSUE_52_VALUES = ["1000000000", "[]", "human"]
 
 NON_UTF8 = b"\xff\xfe run".decode("utf-8", "surrogateescape")
 
@@ -105,7 +110,7 @@ def bad_values(tmp: Path) -> st.SearchStrategy[str]:
         "/dev/full",
         str(tmp / "missing" / "path"),
     ]
-    return st.sampled_from(plain)
+    return st.sampled_from(plain + ISSUE_52_VALUES)
 
 
 def value_strategy(command: str, option: str, tmp: Path, run: Path) -> st.SearchStrategy[str]:
