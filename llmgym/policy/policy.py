@@ -373,12 +373,12 @@ class LLMPolicy(ScoreMode):
         with candidates (score mode, or :meth:`score_sample` in either mode) are scored over
         their candidates, others by their completion's tokens.
 
-        ``shared_prefix=True`` (score mode): the prompt prefix the samples share (the system
-        prompt) is encoded once without gradient and its KV cache reused; the gradient flows
-        through the rest of each prompt and the candidates (cheaper training updates)."""
+        ``shared_prefix=True``: the prompt prefix the samples share (the system prompt) is
+        encoded once without gradient and its KV cache reused; the gradient flows through the
+        rest of each prompt and the candidates or completions (cheaper training updates)."""
         if self.config.mode == "score" or all(s.candidate_ids for s in samples):
             return self._forward_score(samples, shared_prefix)
-        return self._forward_generate(samples)
+        return self._forward_generate(samples, shared_prefix)
 
     def evaluate(
         self, samples: Sequence[ActionSample], *, shared_prefix: bool = False
@@ -392,11 +392,12 @@ class LLMPolicy(ScoreMode):
         )
         return self.forward_samples(samples, shared_prefix=shared_prefix)
 
-    def _forward_generate(self, samples: Sequence[ActionSample]) -> PolicyOutput:
+    def _forward_generate(self, samples: Sequence[ActionSample], shared: bool) -> PolicyOutput:
         token_logprobs, entropy, hidden = self.update_backend.completion_logprobs(
             [s.prompt_ids for s in samples],
             [s.completion_ids for s in samples],
             self.config.temperature,
+            shared=shared,
         )
         return PolicyOutput(
             torch.stack([t.sum() for t in token_logprobs]), entropy, hidden, token_logprobs

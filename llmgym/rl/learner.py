@@ -138,10 +138,13 @@ class Learner:
 
     def evaluate_samples(self, samples: Sequence[Any]) -> Any:
         """``policy.forward_samples`` (differentiable log-probs, entropy, hidden state),
-        through the shared-prefix KV cache when ``prefix_cache_grad`` is on (see
-        :func:`evaluate_cached`)."""
-        if self.config.optim.prefix_cache_grad:
-            return evaluate_cached(self.policy, list(samples))
+        through the shared-prefix KV cache when ``prefix_cache_grad`` is on (in generate mode
+        as ``prefix_cache_generate`` says; see :func:`evaluate_cached`)."""
+        optim = self.config.optim
+        if optim.prefix_cache_grad:
+            on = optim.prefix_cache_generate
+            generate = on == "on" or (on == "auto" and self.device.type == "cuda")
+            return evaluate_cached(self.policy, list(samples), generate)
         return self.policy.forward_samples(list(samples))
 
     def recompute(self, samples: Sequence[Any]) -> list[Any]:

@@ -11,10 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 
-def evaluate_cached(policy: Any, samples: list[Any]) -> Any:
+def evaluate_cached(policy: Any, samples: list[Any], generate: bool = False) -> Any:
     """``policy.forward_samples`` with the shared system-prompt prefix encoded once without
-    gradient (score mode with the prefix cache on, two samples or more); otherwise plain."""
-    shared = policy.config.mode == "score" and policy.config.prefix_cache and len(samples) > 1
+    gradient (score mode, or generate mode where ``generate``, with the prefix cache on and two
+    samples or more); otherwise plain."""
+    mode_shares = policy.config.mode == "score" or generate
+    shared = mode_shares and policy.config.prefix_cache and len(samples) > 1
     return policy.forward_samples(samples, shared_prefix=shared)
 
 

@@ -158,6 +158,10 @@ class OptimSection(Checked):
     prefix_cache_grad: bool = True
     """Score mode: the update reuses the shared system prompt's KV cache (no gradient through
     it; gradients flow through the observation and action tokens). 3-6x cheaper on CPU."""
+    prefix_cache_generate: str = field(default="auto", metadata=rule(choices=("auto", "on", "off")))
+    """Generate mode, with ``prefix_cache_grad``: the update reuses the shared system prompt's
+    KV cache as score mode does (where the frozen-trunk fast path does not run). ``auto``: on
+    a GPU only, since it changes the gradient (the CPU keeps the runs made before it)."""
 
     def head_rate(self) -> float:
         """The action head's learning rate: ``head_lr``, else its optimizer's default.

@@ -288,6 +288,38 @@ def test_shared_prefix_forward_matches_the_plain_one():
     assert shared.logprob.requires_grad
 
 
+def test_shared_prefix_in_generate_mode_matches_the_plain_forward():
+    """Generate mode's update through the shared system prompt's KV cache
+    (``optim.prefix_cache_generate``): the same log-probs, entropies and hidden states as the
+    plain forward, and gradients through every completion's own tokens."""
+    import gymnasium as gym
+
+    from llmgym.policy import LLMPolicy, PolicyConfig
+    from llmgym.policy.testing import tiny_model
+
+    model, tokenizer = tiny_model()
+    policy = LLMPolicy(model, tokenizer, PolicyConfig(mode="generate", max_new_tokens=6))
+    envs = [gym.make("Text-Blackjack-v1") for _ in range(4)]
+    obs, infos = zip(*(env.reset(seed=i) for i, env in enumerate(envs)))
+    samples = policy.act(list(obs), list(infos))
+    assert len({len(s.prompt_ids) for s in samples}) > 1  # padded after the shared prefix
+    widths: list[int] = []
+    hook = model.register_forward_pre_hook(
+        lambda module, args, kwargs: widths.append(kwargs["input_ids"].shape[1]),
+        with_kwargs=True,
+    )
+    plain = policy.forward_samples(samples)
+    shared = policy.forward_samples(samples, shared_prefix=True)
+    hook.remove()
+    assert widths[-1] < widths[0] // 2, widths  # the system prompt's tokens ran once, cached
+    for a, b in zip(plain.token_logprobs, shared.token_logprobs):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    torch.testing.assert_close(plain.entropy, shared.entropy, atol=1e-5, rtol=0)
+    torch.testing.assert_close(plain.hidden, shared.hidden, atol=1e-5, rtol=0)
+    shared.logprob.sum().backward()
+    assert model.model.layers[0].self_attn.q_proj.weight.grad.abs().sum() > 0
+
+
 def test_generate_writes_the_env_answer_prefill(tiny):
     """Math names ``{"answer": `` as its answer start: the prompt ends with it, the action
     text starts with it, and the log-prob recomputation sees the same tokens."""

@@ -92,11 +92,17 @@ class Backend(Protocol):
         """Up to ``max_new`` tokens per prompt until a stop token: (token ids, log-probs)."""
 
     def completion_logprobs(
-        self, prompts: Sequence[list[int]], completions: Sequence[list[int]], temperature: float
+        self,
+        prompts: Sequence[list[int]],
+        completions: Sequence[list[int]],
+        temperature: float,
+        *,
+        shared: bool = False,
     ) -> tuple[list[Any], Any, Any]:
         """With gradients: each completion's token log-probs under softmax(logits /
         temperature), each one's mean token entropy [B] and the hidden state before its
-        first token [B, H]."""
+        first token [B, H]. ``shared``: the prefix the prompts share is encoded once without
+        gradient (as score mode's updates do) where the engine can."""
 
     def sync_weights(self) -> None:
         """Take up the policy's current weights (after an update or a reference switch)."""

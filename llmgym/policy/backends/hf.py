@@ -176,20 +176,36 @@ class TransformersBackend:
         return torch.stack(tokens, 1).tolist(), torch.stack(logps, 1).tolist()
 
     def completion_logprobs(
-        self, prompts: Sequence[list[int]], completions: Sequence[list[int]], temperature: float
+        self,
+        prompts: Sequence[list[int]],
+        completions: Sequence[list[int]],
+        temperature: float,
+        *,
+        shared: bool = False,
     ) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
         if all(completions) and self._fast(prompts):
             return fast.completion_logprobs(self, prompts, completions, temperature)
-        rows = [list(p) + list(c) for p, c in zip(prompts, completions)]
+        prefix = 0
+        if shared:  # the prefix's KV as constants under the current weights
+            with torch.no_grad():
+                prefix = self._shared_prefix(list(prompts))
+        rows = [list(p[prefix:]) + list(c) for p, c in zip(prompts, completions)]
         ids, mask = left_pad(rows, self.pad_token_id, self.device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        if prefix:
+            ones = torch.ones((len(rows), prefix), dtype=torch.long, device=self.device)
+            mask = torch.cat([ones, mask], dim=1)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, prefix:]
         keep = max(len(c) for c in completions) + 1
+        cache = {}
+        if prefix:
+            cache = cache_kwargs(self.model, self._cache(self._prefix_kv, len(rows)))
         out = self.model(
             input_ids=ids,
             attention_mask=mask,
             position_ids=positions,
             logits_to_keep=keep,
             output_hidden_states=True,
+            **cache,
         )
         logp = torch.log_softmax(out.logits.float() / temperature, dim=-1)
         width = ids.shape[1]

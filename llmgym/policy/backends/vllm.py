@@ -204,7 +204,12 @@ class VLLMBackend:
         return [r[0] for r in rows], [r[1] for r in rows]
 
     def completion_logprobs(
-        self, prompts: Sequence[list[int]], completions: Sequence[list[int]], temperature: float
+        self,
+        prompts: Sequence[list[int]],
+        completions: Sequence[list[int]],
+        temperature: float,
+        *,
+        shared: bool = False,
     ) -> Any:
         raise VLLMError(
             "vLLM gives no gradients: train with the hf backend (the default) and act "
