@@ -1,4 +1,4 @@
-"""``llmgym export RUN DIR [--merge]``; ``register(app)`` adds it to the main typer app.
+"""``llmgym export RUN DIR [--merge] [--local-base]``; ``register(app)`` adds it to the main typer app.
 
 Example:
     >>> import typer
@@ -25,6 +25,12 @@ def export(
     merge: bool = typer.Option(
         False, "--merge", help="Write a merged Hugging Face model instead of a PEFT adapter."
     ),
+    local_base: bool = typer.Option(
+        False,
+        "--local-base",
+        help="Name the adapter's base model by its path on this machine (the embedded model's "
+        "converted copy) instead of its Hub id.",
+    ),
 ) -> None:
     """Export a trained run: a PEFT adapter (peft, vLLM load_lora_adapter) or a merged model."""
     check_output_dir(out, "DIR")
@@ -38,7 +44,7 @@ def export(
     from llmgym.errors import LLMGymError
 
     try:
-        path = export_run(run, out, merge=merge)
+        path = export_run(run, out, merge=merge, local_base=local_base)
     except (LLMGymError, ValueError, KeyError, OSError, ImportError) as error:
         why = (str(error).splitlines() or [""])[0]
         if not isinstance(error, LLMGymError):

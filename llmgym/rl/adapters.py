@@ -60,9 +60,11 @@ def _concatenate(state: dict[str, Any]) -> Any:
     return lambda parts, dim: torch.cat(parts, dim=dim)
 
 
-def write_adapter(trainer: Any, out: str | Path) -> None:
+def write_adapter(trainer: Any, out: str | Path, base: str | None = None) -> None:
     """Write ``trainer``'s LoRA weights (merged adapters folded in) as a PEFT adapter directory
-    ``out``; also what a trainer acting through vLLM hot-loads after each update."""
+    ``out``, its base model named ``base`` (default: where it loads from on this machine,
+    :func:`base_model_path`); also what a trainer acting through vLLM hot-loads after each
+    update."""
     from safetensors.torch import save_file
 
     current = {k: v.detach().cpu() for k, v in lora_state(trainer.model).items()}
@@ -70,7 +72,7 @@ def write_adapter(trainer: Any, out: str | Path) -> None:
     lora = copy.deepcopy(trainer.model.peft_config["default"])
     lora.r *= len(states)
     lora.lora_alpha *= len(states)
-    lora.base_model_name_or_path = base_model_path(trainer.config.policy.model)
+    lora.base_model_name_or_path = base or base_model_path(trainer.config.policy.model)
     weights = {k: v.contiguous() for k, v in fold_adapters(states).items()}
     with atomic_dir(out) as tmp:  # moved in once complete (OutputError on a full disk)
         lora.save_pretrained(str(tmp))
@@ -83,6 +85,23 @@ def write_weights(trainer: Any, out: str | Path) -> None:
     move in once all are written (``OutputError`` on a full disk, nothing partial left)."""
     with atomic_dir(out) as tmp:
         trainer.model.save_pretrained(str(tmp), safe_serialization=True)
+
+
+def base_model_hub_id(name: str) -> str:
+    """How an exported adapter names its base model for other machines: the Hub id of a
+    known model (the embedded one's is ``HuggingFaceTB/SmolLM2-135M-Instruct``), else the
+    name as given (a local directory's path, ``tiny``).
+
+    Example:
+        >>> base_model_hub_id("smollm2-135m"), base_model_hub_id("tiny")
+        ('HuggingFaceTB/SmolLM2-135M-Instruct', 'tiny')
+    """
+    from llmgym.policy.models import get_model_defaults
+
+    if name == "tiny":
+        return name
+    path = Path(name).expanduser()
+    return str(path.resolve()) if path.is_dir() else get_model_defaults(name).hub_id
 
 
 def base_model_path(name: str) -> str:
@@ -104,4 +123,10 @@ def base_model_path(name: str) -> str:
     return str(path.resolve()) if path.is_dir() else get_model_defaults(name).hub_id
 
 
-__all__ = ["base_model_path", "fold_adapters", "write_adapter", "write_weights"]
+__all__ = [
+    "base_model_hub_id",
+    "base_model_path",
+    "fold_adapters",
+    "write_adapter",
+    "write_weights",
+]

@@ -36,14 +36,18 @@ from llmgym.files import atomic_dir
 INFO_FILE = "llmgym_export.json"
 
 
-def export_run(run: str | Path, out: str | Path, *, merge: bool = False) -> Path:
+def export_run(
+    run: str | Path, out: str | Path, *, merge: bool = False, local_base: bool = False
+) -> Path:
     """Write run ``run`` (a ``llmgym train`` run directory, checkpoint or policy directory) to
     the new directory ``out``: a PEFT adapter, or with ``merge`` a merged model. Returns ``out``.
+    The adapter names its base model by Hub id (loadable on any machine), or with
+    ``local_base`` by where it loads from here (the embedded model's converted copy).
     The files are written beside ``out`` and moved in once all are complete: a full disk or a
     read-only folder raises ``OutputError`` and leaves no partial file.
     """
     from llmgym.rl import restore_trainer
-    from llmgym.rl.adapters import write_adapter
+    from llmgym.rl.adapters import base_model_hub_id, base_model_path, write_adapter
 
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -80,7 +84,9 @@ def export_run(run: str | Path, out: str | Path, *, merge: bool = False) -> Path
         if merge:
             _write_merged(trainer, tmp)
         else:
-            write_adapter(trainer, tmp)
+            name = config.policy.model
+            base = base_model_path(name) if local_base else base_model_hub_id(name)
+            write_adapter(trainer, tmp, base)
         (tmp / INFO_FILE).write_text(json.dumps(info, indent=2))
     return out
 

@@ -175,3 +175,26 @@ def test_saving_lora_weights_offline_looks_nothing_up(tmp_path, monkeypatch):
         write_adapter(trainer, tmp_path / "adapter")
     assert not [w for w in caught if "Could not find a config file" in str(w.message)]
     assert (tmp_path / "adapter" / "adapter_model.safetensors").is_file()
+
+
+def test_the_adapter_names_its_base_by_hub_id_or_with_local_base_by_path(
+    lora_run, tmp_path, monkeypatch
+):
+    # The embedded model loads from a converted local copy; an adapter that named that path
+    # did not load on another machine (issue 52). Its Hub id is written now; --local-base
+    # keeps this machine's path.
+    from typer.testing import CliRunner
+
+    from llmgym.cli import app
+    from llmgym.rl import adapters
+
+    monkeypatch.setattr(adapters, "base_model_hub_id", lambda name: "Org/Hub-Model")
+    monkeypatch.setattr(adapters, "base_model_path", lambda name: "/local/copy")
+    for args, want in (([], "Org/Hub-Model"), (["--local-base"], "/local/copy")):
+        out = tmp_path / ("local" if args else "hub")
+        result = CliRunner().invoke(app, ["export", str(lora_run), str(out), *args])
+        assert result.exit_code == 0, result.output
+        config = json.loads((out / "adapter_config.json").read_text())
+        assert config["base_model_name_or_path"] == want
+    monkeypatch.undo()  # the real one, for the embedded model:
+    assert adapters.base_model_hub_id("smollm2-135m") == "HuggingFaceTB/SmolLM2-135M-Instruct"
