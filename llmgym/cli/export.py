@@ -1,4 +1,4 @@
-"""``llmgym export RUN DIR [--merge] [--local-base]``; ``register(app)`` adds it to the main typer app.
+"""``llmgym export RUN DIR [--merge] [--local-base]``; ``register(app)`` adds it to the typer app.
 
 Example:
     >>> import typer
