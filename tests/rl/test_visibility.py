@@ -129,9 +129,7 @@ def test_the_start_evaluation_runs_once_where_it_measures_the_same(tmp_path, mon
 
     calls: list[int | None] = []
     run = RunEvaluation.run
-    monkeypatch.setattr(
-        RunEvaluation, "run", lambda self, *a: calls.append(a[1]) or run(self, *a)
-    )
+    monkeypatch.setattr(RunEvaluation, "run", lambda self, *a: calls.append(a[1]) or run(self, *a))
     args = ["train", BANDIT, *ARGS, "--steps", "4", "--eval-every", "0", "--no-progress"]
     result = CliRunner().invoke(app, [*args, "--output", str(tmp_path / "once")])
     assert result.exit_code == 0, result.output
