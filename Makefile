@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --quiet --disable-pip-version-check
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast test-heavy test-fuzz test-gpu gpu-carry test-vllm test-vllm-inprocess demo docs lint clean
+.PHONY: install test test-fast test-heavy test-fuzz test-distributed test-gpu gpu-carry test-vllm test-vllm-inprocess demo docs lint clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,16 @@ test-fast: $(STAMP)
 # Minutes-long integration tests (TRL's environment_factory GRPO on the tiny model, ~6 min).
 test-heavy: $(STAMP)
 	$(PY) -m pytest -m heavy
+
+# Training in two processes: tests/rl/test_distributed.py (the tiny model), then the command of
+# docs/training.md ("Several processes") on the embedded model with --steps 64 added, in a
+# temporary folder (its runs/bj-2p), a few minutes on 2 cores.
+test-distributed: $(STAMP)
+	$(PY) -m pytest -p no:cacheprovider tests/rl/test_distributed.py
+	cd "$$(mktemp -d)" && OMP_NUM_THREADS=1 PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+	    torchrun --standalone --nproc_per_node 2 -m llmgym train Text-Blackjack-v1 --algo grpo \
+	    --episodes-per-update 64 --threads 1 --output runs/bj-2p --steps 64 \
+	    && rm -rf "$$PWD"
 
 # 10^5 fuzzed answers through env.step (about 17 minutes on 2 cores) and many generated bad
 # values for every option of every subcommand (tests/test_cli_fuzz.py, profile cli-full).

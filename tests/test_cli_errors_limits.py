@@ -180,3 +180,11 @@ def test_a_display_lets_render_mode_human_through(monkeypatch):
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setenv("DISPLAY", ":0")
     check_display({"render_mode": "human"})
+
+
+def test_a_model_directory_loads_on_the_device_torchrun_names(good_model):
+    """Accelerate names a CPU process's device ``cpu:0`` (the documented torchrun command)."""
+    from llmgym.policy.models import load_model_for
+
+    model, _ = load_model_for(str(good_model), "cpu:0")
+    assert next(model.parameters()).device.type == "cpu"
