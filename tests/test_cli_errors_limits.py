@@ -69,12 +69,12 @@ def _invoke(argv: list[str], tmp: Path) -> str:
 @pytest.fixture
 def no_trainer(monkeypatch):
     """Fail if a command gets as far as building a trainer (which loads the model)."""
-    import llmgym.rl
+    import llmgym.rl.trainer
 
-    def refuse(algo):
-        raise AssertionError(f"a {algo} trainer was built: the input was not refused first")
+    def refuse(config, *args, **kwargs):
+        raise AssertionError("a trainer was built: the input was not refused first")
 
-    monkeypatch.setattr(llmgym.rl, "trainer_class", refuse)
+    monkeypatch.setattr(llmgym.rl.trainer, "Trainer", refuse)
 
 
 ROWS = [
