@@ -34,8 +34,8 @@ by own time; ``same`` profiles the timed iterations themselves (cheaper for a la
 where cProfile's overhead is small against the compute).
 
     python benchmarks/profile_train.py --models tiny --modes score generate --iterations 3 \\
-        --cprofile separate --evaluate score generate
-    python benchmarks/profile_train.py --models smollm2-135m --modes score generate \\
+        --cprofile separate --evaluate score generate --append
+    python benchmarks/profile_train.py --models smollm2-135m --modes score \\
         --iterations 2 --cprofile same --append
 
 Prints a markdown table and writes ``benchmarks/results/train_profile.json`` (``--append``

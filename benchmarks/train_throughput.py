@@ -31,9 +31,9 @@ layers at or above the first trained one and the output layer. Share of peak = c
 FLOPs / wall seconds / an fp32 GEMM peak measured in the same run.
 
     python benchmarks/train_throughput.py --models tiny --modes score generate \\
-        --commits a2d92ac HEAD --iterations 4 --repeats 3 --evaluate score generate
+        --commits a2d92ac HEAD --iterations 3 --repeats 2 --evaluate score generate --append
     python benchmarks/train_throughput.py --models smollm2-135m --modes score generate \\
-        --commits a2d92ac HEAD --iterations 2 --repeats 1 --append
+        --commits a2d92ac HEAD --iterations 2 --repeats 1 --evaluate score --append
 
 Prints the markdown tables and writes ``benchmarks/results/train_throughput.json``
 (``--append`` keeps the rows of other (model, mode) pairs already there).
@@ -228,11 +228,11 @@ class FlopCounter:
             handle.remove()
 
 
-
 def _counters(trainer: Any) -> Any:
     """Where the trainer keeps its env-step count: ``trainer.state`` since the engine was
     composed, the trainer itself at a2d92ac."""
     return getattr(trainer, "state", trainer)
+
 
 def build_trainer(model: str, mode: str, threads: int, output_dir: str) -> tuple[Any, dict]:
     """The trainer of :data:`CONFIG` at whatever commit ``llmgym`` imports from, and a note of
