@@ -18,6 +18,8 @@ The blocks (NAME: what it shows, from which records):
     sample-efficiency    env steps to each target, LLM against SB3 (sample_efficiency.json)
     acting-throughput    env steps/s of three ways of acting (throughput.json)
     training-throughput  whole PPO iterations per env step (train_throughput_configs.json, train_throughput_layer8.json)
+    transfer             committed policies on held-out text variants, no training
+                         (transfer.json, as benchmarks/transfer.py prints it)
 
 The leaderboard has its own script, benchmarks/leaderboard_readme.py.
 """
@@ -253,12 +255,29 @@ def training_throughput() -> str:
     return "\n".join(out).rstrip()
 
 
+def transfer() -> str:
+    path = Path(__file__).with_name("transfer.py")
+    spec = importlib.util.spec_from_file_location("transfer", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    data = json.loads((RESULTS / "transfer.json").read_text())
+    done = [c for row in data["policies"].values() for c in row["cells"].values()]
+    commit = data.get("commit", "?")
+    commit = commit[:10] + ("+dirty" if commit.endswith("+dirty") else "")
+    return (
+        f"Made by `{data['command']}` (`benchmarks/results/transfer.json`): {len(done)} exact "
+        f"evaluations, {sum(c['wall_s'] for c in done) / 60:.0f} min in all, on {data['machine']}"
+        f", at commit {commit}.\n\n" + module.markdown_tables(data).rstrip()
+    )
+
+
 MAKERS: dict[str, Callable[[], str]] = {
     "headline": headline,
     "rl-runs": rl_runs,
     "sample-efficiency": sample_efficiency,
     "acting-throughput": acting_throughput,
     "training-throughput": training_throughput,
+    "transfer": transfer,
 }
 
 
