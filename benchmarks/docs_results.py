@@ -17,7 +17,8 @@ The blocks (NAME: what it shows, from which records):
     rl-runs              every RL run, one row each (results/rl/*.json, as rl_table.py prints)
     sample-efficiency    env steps to each target, LLM against SB3 (sample_efficiency.json)
     acting-throughput    env steps/s of three ways of acting (throughput.json)
-    training-throughput  whole PPO iterations per env step (train_throughput_configs.json, train_throughput_layer8.json)
+    training-throughput  whole PPO iterations per env step (train_throughput_configs.json,
+                         train_throughput_layer8.json)
     transfer             committed policies on held-out text variants, no training
                          (transfer.json, as benchmarks/transfer.py prints it)
 

@@ -240,15 +240,17 @@ class LLMPolicy(ScoreMode):
         self._memo.clear()
 
     def forget_kept_states(self) -> None:
-        """Forget every state kept across calls (the cached prefix, the memoised features, the
-        frozen trunk's states; :meth:`clear_cache` keeps the trunk's), so that what follows is
-        computed as after a fresh start. Kept floats depend on the batches they were computed
-        in: a run resumed from a checkpoint computes exactly what the uninterrupted run does
-        when both forget at the checkpoint."""
-        self.clear_cache()
+        """Forget every state kept in this process across calls (the cached prefix, the
+        memoised features, the frozen trunk's states; :meth:`clear_cache` keeps the trunk's and
+        makes a vLLM server take up the weights), so that what follows is computed as after a
+        fresh start. Kept floats depend on the batches they were computed in: a run resumed
+        from a checkpoint computes exactly what the uninterrupted run does when both forget at
+        the checkpoint."""
+        self._memo.clear()
         for backend in (self.backend, self.update_backend):
-            trunk = getattr(backend, "trunk", None)
-            if trunk is not None:
+            trunk = getattr(backend, "trunk", None)  # a transformers backend in this process
+            if trunk is not None:  # (a vLLM server keeps no state of ours)
+                backend.sync_weights()
                 trunk.forget()
 
     def share_memo(self, memo: dict[tuple[Any, ...], Any]) -> dict[tuple[Any, ...], Any]:
