@@ -68,7 +68,9 @@ def evaluate(
     ``keep_returns=False`` leaves the per-episode ``returns`` out (an empty list): memory then
     stays flat whatever ``episodes`` is."""
     if exact:
-        return evaluate_exact(env_id, agent, mode, seed, output, env_kwargs, **agent_options)
+        return evaluate_exact(
+            env_id, agent, mode, seed, output, env_kwargs, progress=progress, **agent_options
+        )
     check_env_id(env_id)
     if mode is not None and mode not in MODES:
         raise ConfigError(f"Unknown mode {mode!r}; use score or generate.")
@@ -150,14 +152,18 @@ def evaluate_exact(
     seed: int = 0,
     output: str | Path | None = None,
     env_kwargs: dict[str, Any] | None = None,
+    *,
+    progress: bool = True,
     **agent_options: Any,
 ) -> dict[str, Any]:
     """The exact expected return of ``agent``'s greedy policy (``llmgym.evaluation.exact``) as
     ``evaluate``'s summary dict, with ``exact: True``, ``ci95: 0``, no episodes, and ``maps``
-    (the maps of a FrozenLake map set the mean is over; 1 elsewhere).
+    (the maps of a FrozenLake map set the mean is over; 1 elsewhere). ``progress``: a bar over
+    the states answered.
 
     Example:
-        >>> r = evaluate_exact("Text-FrozenLake-v1", "optimal", env_kwargs={"is_slippery": False})
+        >>> lake = {"is_slippery": False}
+        >>> r = evaluate_exact("Text-FrozenLake-v1", "optimal", env_kwargs=lake, progress=False)
         >>> r["mean_return"], r["ci95"], r["states"], r["horizon"]
         (1.0, 0.0, 11, 100)
     """
@@ -175,7 +181,15 @@ def evaluate_exact(
         options = {**_with_env(env_kwargs), **agent_options, "greedy": True}
         agent = make_agent(agent, env_id, mode=mode, seed=seed, **options)
     start = time.perf_counter()
-    exact = exact_value(env_id, agent_act(agent), env_kwargs)
+    bar = Progress(transient=True, disable=not progress)
+    task = bar.add_task(f"{name} on {env_id}: exact value, states answered", total=None)
+    with bar:
+        exact = exact_value(
+            env_id,
+            agent_act(agent),
+            env_kwargs,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
     result = {
         "env_id": env_id,
         "agent": name,
