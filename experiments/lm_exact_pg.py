@@ -102,7 +102,7 @@ def main() -> None:
     for step in range(args.steps + 1):
         t0 = time.time()
         with torch.no_grad():
-            logp = torch.cat([o.logprob.float() for o in trainer.recompute(samples)])
+            logp = torch.cat([o.logprob.float() for o in trainer.learner.recompute(samples)])
         pi_rows = logp.view(len(rows), len(names)).exp().cpu().numpy()
         pi = np.full((len(P), 2), 0.5)
         for s in states:
@@ -136,14 +136,14 @@ def main() -> None:
                 json.dump({"settings": settings, "curve": curve, "greedy_hard": hard}, f, indent=1)
         if step == args.steps:
             break
-        weights = torch.tensor(coef.reshape(-1), dtype=torch.float32, device=trainer.device)
+        weights = torch.tensor(coef.reshape(-1), dtype=torch.float32, device=trainer.learner.device)
 
         def loss_fn(idx, weights=weights):
-            out = trainer.evaluate_samples([samples[i] for i in idx])
+            out = trainer.learner.evaluate_samples([samples[i] for i in idx])
             loss = -(weights[idx] * out.logprob.float()).sum() * len(samples) / len(idx)
             return loss, {}
 
-        trainer.run_epochs(len(samples), loss_fn, 1)
+        trainer.learner.run_epochs(len(samples), loss_fn, 1)
         print(f"  {time.time() - t0:.0f} s", flush=True)
     print("greedy action on hard hands (H hit, . stick), rows: sums 4-21, columns: dealer A-10")
     print("\n".join(f"{p:>3} {row}" for p, row in hard.items()))

@@ -50,7 +50,7 @@ def features(model: str, layer: int, texts, infos) -> np.ndarray:
     acted = trainer.policy.act(texts, infos)
     with torch.no_grad():
         chunks = [acted[i : i + 32] for i in range(0, len(acted), 32)]
-        parts = [trainer.evaluate_samples(chunk).hidden for chunk in chunks]
+        parts = [trainer.learner.evaluate_samples(chunk).hidden for chunk in chunks]
     hidden = torch.cat(parts).double().numpy()
     cov = np.cov(hidden.T)
     eps = 0.3 * np.trace(cov) / len(cov)
