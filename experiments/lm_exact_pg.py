@@ -21,7 +21,7 @@ import numpy as np
 
 import llmgym  # noqa: F401  (registers the Text- envs)
 from llmgym.baselines.planning import _arrays, evaluate_tabular
-from llmgym.evaluation.exact import _find, _make, _model, _state_texts
+from llmgym.evaluation.exact import _find, _make, _tables
 from llmgym.rl import make_trainer
 from llmgym.wrappers.text_action import TextAction
 
@@ -87,8 +87,9 @@ def main() -> None:
     trainer = make_trainer("ppo", **settings)
     policy = trainer.policy
     env, _ = _make(ENV, None)
-    rows, states = _state_texts(env)
-    P, start, obs_of = _model(env.unwrapped)
+    table = _tables(env)[0]  # Blackjack: one table
+    rows, states = list(table.rows.values()), table.states
+    P, start, obs_of = table.P, table.start, table.obs_of
     parse = _find(env, TextAction)
     texts, infos = [t for _, t, _ in rows], [i for *_, i in rows]
     row_of = {raw: k for k, (raw, _, _) in enumerate(rows)}
