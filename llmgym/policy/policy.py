@@ -44,7 +44,8 @@ from llmgym.errors import ConfigError
 from llmgym.policy.backends import Sampling
 from llmgym.policy.backends.hf import TransformersBackend
 from llmgym.policy.config import PolicyConfig
-from llmgym.policy.models import get_model_defaults, prepare_tokenizer
+from llmgym.policy.model_registry import get_model_defaults
+from llmgym.policy.models import prepare_tokenizer
 from llmgym.policy.prompts import (
     PREFILL,
     THINK_SUFFIX,

@@ -97,7 +97,7 @@ class VLLMInProcess(VLLMBackend):
             )
         vllm = import_vllm()
         super().__init__()
-        from llmgym.policy.models import model_source
+        from llmgym.policy.model_sources import model_source
 
         source = str(model_source(model)[0]) if not Path(model).is_dir() else model
         self._vllm = vllm
