@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from llmgym.bench import runner
+from llmgym.bench import records
 from llmgym.cli import app
 
 BENCH = ["bench", "--envs", "Text-CliffWalking-v1", "--agents", "optimal", "--episodes", "3"]
@@ -64,7 +64,7 @@ def test_bench_disk_errors_name_the_file(tmp_path, monkeypatch, code, reason):
     def refused(sink, data):
         raise OSError(code, reason)
 
-    monkeypatch.setattr(runner, "_write_all", refused)
+    monkeypatch.setattr(records, "_write_all", refused)
     line = _error([*BENCH, "--output", str(tmp_path)])
     assert f"Cannot write {tmp_path / 'episodes.jsonl'} ({reason})" in line
     assert (tmp_path / "episodes.jsonl").read_bytes() == b""

@@ -5,7 +5,7 @@ Example:
     >>> import io, tempfile
     >>> from rich.console import Console
     >>> from llmgym.bench.request import bench_request
-    >>> from llmgym.bench.runner import load_rows
+    >>> from llmgym.bench.records import load_rows
     >>> out = tempfile.mkdtemp()
     >>> request = bench_request(envs="Text-CliffWalking-v1", agents="optimal", episodes=2, output=out)
     >>> play(request, Console(file=io.StringIO()))

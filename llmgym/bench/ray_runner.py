@@ -32,9 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from llmgym.agents.registry import TextAgent, check_agent_name
+from llmgym.bench.records import Callback, EpisodeLog
 from llmgym.bench.runner import (
-    Callback,
-    EpisodeLog,
     bench_agent,
     exact_row,
     pending_seeds,

@@ -24,167 +24,20 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from llmgym.bench.charts import chart_label as chart_label  # re-exported: the charts
+from llmgym.bench.charts import plot, plot_cost
 from llmgym.bench.costs import TrainingCost, training_cost
-from llmgym.envs.catalog import text_id
-from llmgym.files import write_figure, write_text
-
-#: Published (random, best known) returns for when a run lacks random or reference rows (see
-#: the project's REFERENCE.md), keyed by the catalog's text ids.
-REFERENCE_RETURNS: dict[str, tuple[float, float]] = {
-    text_id("CartPole"): (22.0, 500.0),
-    text_id("Acrobot"): (-500.0, -73.5),
-    text_id("MountainCar"): (-200.0, -100.8),
-    text_id("Blackjack"): (-0.394, -0.0431),
-    text_id("FrozenLake"): (0.0139, 0.744),
-}
-REFERENCE_AGENTS = ("optimal", "sb3-ppo", "sb3-dqn", "sb3-a2c")
-BOOTSTRAP_SAMPLES = 2000
-
-
-def bootstrap_ci(
-    values: Sequence[float], level: float = 0.95, seed: int = 0
-) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of the mean (deterministic for a seed).
-
-    Example:
-        >>> bootstrap_ci([1.0, 1.0, 1.0])
-        (1.0, 1.0)
-    """
-    data = np.asarray(values, dtype=float)
-    rng = np.random.default_rng(seed)
-    means = data[rng.integers(len(data), size=(BOOTSTRAP_SAMPLES, len(data)))].mean(axis=1)
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-@dataclass(frozen=True)
-class CellStats:
-    """One leaderboard line."""
-
-    env_id: str
-    agent: str
-    episodes: int
-    mean: float
-    ci_low: float
-    ci_high: float
-    normalized: float | None
-    normalized_ci: tuple[float, float] | None
-    parse_rate: float
-    steps_per_s: float
-    exact: float | None = None
-    training: TrainingCost | None = None
-    #: The env kwargs the bench made the env with, as ``env_label`` writes them ("" if none).
-    variant: str = ""
-
-    @property
-    def label(self) -> str:
-        """The env as the leaderboard names it: its id, then its env kwargs in brackets."""
-        return f"{self.env_id} [{self.variant}]" if self.variant else self.env_id
-
-
-def variant_text(env_kwargs: dict[str, Any] | None) -> str:
-    """Env kwargs as a leaderboard label writes them: ``KEY=VALUE``, comma-separated.
-
-    Example:
-        >>> variant_text({"action_names": "alt", "shuffle_actions": True}), variant_text(None)
-        ('action_names=alt, shuffle_actions=true', '')
-    """
-    import json
-
-    return ", ".join(
-        f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in (env_kwargs or {}).items()
-    )
-
-
-def env_label(env_id: str, env_kwargs: dict[str, Any] | None = None) -> str:
-    """An env's name in the leaderboard: its id, with the bench's env kwargs in brackets.
-
-    Example:
-        >>> env_label("Text-Blackjack-v1", {"action_names": "alt"}), env_label("Text-Taxi-v4")
-        ('Text-Blackjack-v1 [action_names=alt]', 'Text-Taxi-v4')
-    """
-    variant = variant_text(env_kwargs)
-    return f"{env_id} [{variant}]" if variant else env_id
-
-
-def _anchors(means: dict[str, float], env_id: str) -> tuple[float, float] | None:
-    random, best = REFERENCE_RETURNS.get(env_id, (None, None))
-    random = means.get("random", random)
-    references = [means[a] for a in REFERENCE_AGENTS if a in means]
-    best = max(references) if references else best
-    if random is None or best is None or math.isclose(best, random):
-        return None
-    return random, best
-
-
-def _normalizer(random: float, best: float) -> Any:
-    return lambda value: (value - random) / (best - random)
-
-
-def _ordered(a: float, b: float) -> tuple[float, float]:
-    """``(low, high)``: a normalizer whose best reference lies below random (a sampled
-    random mean above the published best) reverses the interval; keep it ordered."""
-    return (a, b) if a <= b else (b, a)
-
-
-def summarize(
-    rows: Sequence[dict[str, Any]],
-    env_ids: Sequence[str],
-    agents: Sequence[str],
-    exact: dict[tuple[str, str], float] | None = None,
-    costs: dict[tuple[str, str], TrainingCost | None] | None = None,
-) -> list[CellStats]:
-    """Leaderboard lines for ``agents`` on ``env_ids`` (in that order); the normalization
-    anchors come from every agent's rows on the env. ``exact[(env, agent)]`` is the exact
-    value of a cell and ``costs[(env, agent)]`` its agent's training, where known."""
-    by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for row in sorted(rows, key=lambda r: r["seed"]):  # statistics ignore the order of arrival
-        by_cell.setdefault((row["env_id"], row["agent"]), []).append(row)
-    stats = []
-    for env_id in env_ids:
-        means = {
-            a: float(np.mean([r["return"] for r in rs]))
-            for (e, a), rs in by_cell.items()
-            if e == env_id
-        }
-        anchors = _anchors(means, env_id)
-        for agent in agents:
-            cell = by_cell.get((env_id, agent))
-            if not cell:
-                continue
-            returns = [r["return"] for r in cell]
-            low, high = bootstrap_ci(returns)
-            steps = sum(r["length"] for r in cell)
-            parsed = sum(r["parse_rate"] * r["length"] for r in cell)
-            wall = sum(r["wall_s"] for r in cell)
-            mean = means[agent]
-            scale = None if anchors is None else _normalizer(*anchors)
-            stats.append(
-                CellStats(
-                    env_id=env_id,
-                    agent=agent,
-                    episodes=len(cell),
-                    mean=mean,
-                    ci_low=low,
-                    ci_high=high,
-                    normalized=None if scale is None else scale(mean),
-                    normalized_ci=None if scale is None else _ordered(scale(low), scale(high)),
-                    parse_rate=parsed / steps,
-                    steps_per_s=steps / wall if wall > 0 else float("nan"),
-                    exact=(exact or {}).get((env_id, agent)),
-                    training=(costs or {}).get((env_id, agent)),
-                )
-            )
-    return stats
+from llmgym.bench.scores import BOOTSTRAP_SAMPLES as BOOTSTRAP_SAMPLES  # re-exported: the numbers
+from llmgym.bench.scores import REFERENCE_AGENTS as REFERENCE_AGENTS
+from llmgym.bench.scores import REFERENCE_RETURNS as REFERENCE_RETURNS
+from llmgym.bench.scores import CellStats, summarize, variant_text
+from llmgym.bench.scores import bootstrap_ci as bootstrap_ci
+from llmgym.bench.scores import env_label as env_label
+from llmgym.files import write_text
 
 
 def _num(x: float) -> str:
@@ -269,119 +122,6 @@ def summary_table(stats: Sequence[CellStats], default_machine: str | None = None
     return "\n".join(lines) + "\n"
 
 
-def _bar(length: float) -> float:
-    """An error bar's length as matplotlib takes it: finite and not negative."""
-    return length if math.isfinite(length) and length > 0 else 0.0
-
-
-def chart_label(agent: str) -> str:
-    """An agent's name in a chart's legend: a trained policy by its run's folder name.
-
-    Example:
-        >>> chart_label("llm:smollm2-135m@benchmarks/weights/rl/blackjack-ppo-s0")
-        'llm:smollm2-135m@blackjack-ppo-s0'
-        >>> chart_label("llm:smollm2-135m,mode=generate"), chart_label("sb3-ppo")
-        ('llm:smollm2-135m,mode=generate', 'sb3-ppo')
-    """
-    model, at, run = agent.partition("@")
-    if not at:
-        return agent
-    path, comma, options = run.partition(",")
-    return f"{model}@{Path(path.rstrip('/')).name or path}{comma}{options}"
-
-
-def plot(stats: Sequence[CellStats], path: Path) -> None:
-    """Grouped bars of normalized score per env and agent, with the normalized 95 % CI; a dot
-    marks each bar's value, so that a score of 0 (random's, by definition) still shows."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    envs = list(dict.fromkeys(s.env_id for s in stats))
-    agents = list(dict.fromkeys(s.agent for s in stats))
-    width = 0.8 / max(len(agents), 1)
-    fig, ax = plt.subplots(figsize=(max(8.0, 1.2 * len(envs) + 2), 5.0))
-    ax.axhline(0, color="black", linewidth=0.8, zorder=1)
-    ax.axhline(1, color="grey", linewidth=0.8, linestyle="--", zorder=1)
-    for k, agent in enumerate(agents):
-        xs, ys, errs = [], [], [[], []]
-        for i, env_id in enumerate(envs):
-            cell = next((s for s in stats if s.env_id == env_id and s.agent == agent), None)
-            if cell is None or cell.normalized is None or cell.normalized_ci is None:
-                continue
-            low, high = cell.normalized_ci
-            xs.append(i + (k - (len(agents) - 1) / 2) * width)
-            ys.append(cell.normalized)
-            errs[0].append(_bar(cell.normalized - low))
-            errs[1].append(_bar(high - cell.normalized))
-        colour = plt.cm.tab10(k) if k < 10 else plt.cm.tab20((2 * k + 1) % 20)  # light: 11th on
-        ax.bar(xs, ys, width, color=colour, label=chart_label(agent), zorder=2)
-        ax.errorbar(
-            xs, ys, yerr=errs, fmt="o", color=colour, markersize=3.5, markeredgecolor="black",
-            markeredgewidth=0.5, ecolor="black", elinewidth=0.8, capsize=2, zorder=3,
-        )  # fmt: skip
-    ax.set_xticks(range(len(envs)))
-    labels = {s.env_id: s.label for s in stats}
-    ax.set_xticklabels([labels[e].removeprefix("Text-") for e in envs], rotation=30, ha="right")
-    ax.set_ylabel("normalized score")
-    ax.set_title(
-        "Normalized score per env (random = 0, best reference = 1), 95 % bootstrap CI",
-        fontsize="medium",
-    )
-    ax.set_ylim(bottom=min(-0.25, ax.get_ylim()[0]))
-    ax.legend(
-        fontsize="small", ncol=min(len(agents), 3), loc="upper center",
-        bbox_to_anchor=(0.5, -0.3), frameon=False,
-    )  # fmt: skip
-    _save(fig, path, bbox_inches="tight")
-
-
-def _save(fig: Any, path: Path, **savefig: Any) -> None:
-    """``fig`` as a PNG at ``path``, all-or-nothing; the figure is closed either way."""
-    import matplotlib.pyplot as plt
-
-    try:
-        write_figure(fig, path, dpi=120, format="png", **savefig)
-    finally:
-        plt.close(fig)
-
-
-def plot_cost(stats: Sequence[CellStats], path: Path) -> None:
-    """Normalized score against training env steps (log x; untrained agents at 1), one marker
-    per agent and one colour per env: how much training each agent's score cost."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    cells = [s for s in stats if s.normalized is not None and s.training is not None]
-    envs = list(dict.fromkeys(s.env_id for s in cells))
-    agents = list(dict.fromkeys(s.agent for s in cells))
-    markers = "osD^v<>pP*Xh"
-    fig, ax = plt.subplots(figsize=(11, 5))
-    for s in cells:
-        ax.scatter(
-            max(s.training.env_steps, 1),
-            s.normalized,
-            color=plt.cm.tab10(envs.index(s.env_id) % 10),
-            marker=markers[agents.index(s.agent) % len(markers)],
-        )
-    labels = {s.env_id: s.label for s in cells}
-    for i, env_id in enumerate(envs):  # legend entries: colours for envs, markers for agents
-        ax.scatter([], [], color=plt.cm.tab10(i % 10), label=labels[env_id].removeprefix("Text-"))
-    for k, agent in enumerate(agents):
-        ax.scatter([], [], color="grey", marker=markers[k % len(markers)], label=chart_label(agent))
-    ax.set_xscale("log")
-    ax.axhline(1, color="grey", linewidth=0.8, linestyle="--")
-    ax.set_xlabel("training env steps (untrained agents at 1)")
-    ax.set_ylabel("normalized score")
-    ax.set_title("Normalized score against the training it cost")
-    if cells:
-        ax.legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.01, 0.5))
-    _save(fig, path, bbox_inches="tight")
-
-
 NOTES = """
 - **mean return**: mean undiscounted episode return over the episodes (episode *i* starts with
   `reset(seed=SEED + i)`, the same for every agent).
@@ -420,7 +160,7 @@ def leaderboard_stats(
     with them (``CellStats.label``)."""
     import dataclasses
 
-    from llmgym.bench.runner import EXACT_FILE, load_rows
+    from llmgym.bench.records import EXACT_FILE, load_rows
 
     output = Path(output)
     kwargs = dict(env_kwargs or {})

@@ -27,14 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from llmgym.agents.registry import check_agent_name, split_agent_names
-from llmgym.bench.runner import (
-    EPISODES_FILE,
-    EXACT_FILE,
-    PendingSeeds,
-    load_rows,
-    pending_seeds,
-    row_key,
-)
+from llmgym.bench.records import EPISODES_FILE, EXACT_FILE, load_rows, row_key
+from llmgym.bench.runner import PendingSeeds, pending_seeds
 from llmgym.bench.suites import episodes_for, suite_envs
 from llmgym.envs.registration import check_env_id, check_env_kwargs
 from llmgym.errors import ConfigError, OutputError

@@ -352,7 +352,7 @@ def test_the_leaderboard_chart_shows_every_cell_and_keeps_its_title(tmp_path, mo
     only as bars of height 0; the chart is saved with a tight box, so neither the title nor
     the legend (under the axes) is cut off."""
     pytest.importorskip("matplotlib")
-    from llmgym.bench import report
+    from llmgym.bench import charts, report
 
     rows = [
         {"env_id": e, "agent": a, "seed": s, "return": r, "length": 1, "parse_rate": 1.0,
@@ -363,7 +363,7 @@ def test_the_leaderboard_chart_shows_every_cell_and_keeps_its_title(tmp_path, mo
     ]  # fmt: skip
     stats = summarize(rows, ["Text-A-v0", "Text-B-v0"], ["random", "optimal"])
     saved = {}
-    monkeypatch.setattr(report, "_save", lambda fig, path, **kw: saved.update(fig=fig, **kw))
+    monkeypatch.setattr(charts, "_save", lambda fig, path, **kw: saved.update(fig=fig, **kw))
     report.plot(stats, tmp_path / "chart.png")
     fig = saved["fig"]
     assert saved["bbox_inches"] == "tight"

@@ -133,16 +133,16 @@ def test_plot_out_on_a_full_disk_names_the_png_not_metrics_csv(tmp_path, monkeyp
 
 
 def test_bench_report_on_a_full_disk(tmp_path, monkeypatch):
-    from llmgym.bench import report
+    from llmgym.bench import charts
 
-    real = report.write_figure
+    real = charts.write_figure
 
     def full(fig, path, **kwargs):
         if Path(path).name == "leaderboard.png":
             raise files.output_error(path, OSError(errno.ENOSPC, "No space left on device"))
         return real(fig, path, **kwargs)
 
-    monkeypatch.setattr(report, "write_figure", full)
+    monkeypatch.setattr(charts, "write_figure", full)
     args = ["bench", "--envs", "Text-Blackjack-v1", "--agents", "random", "--episodes", "2"]
     line = _one_sentence(CliRunner().invoke(app, [*args, "--output", str(tmp_path)]))
     assert "leaderboard.png" in line

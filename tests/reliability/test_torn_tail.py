@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 import llmgym  # noqa: F401
-from llmgym.bench import runner
+from llmgym.bench import records
 from llmgym.bench.runner import EPISODES_FILE, EpisodeLog, load_rows, row_key, run_bench
 from llmgym.cli.bench import register
 
@@ -73,7 +73,7 @@ def test_a_full_disk_mid_append_takes_the_fragment_back(tmp_path, monkeypatch):
         sink.write(data[: len(data) // 2])
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(runner, "_write_all", half_then_full)
+    monkeypatch.setattr(records, "_write_all", half_then_full)
     with pytest.raises(OSError):
         log.write({**row, "seed": 1})
     assert (tmp_path / EPISODES_FILE).read_bytes() == before
