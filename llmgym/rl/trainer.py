@@ -19,13 +19,14 @@ The parts, each handed what it uses through its constructor:
 - :class:`~llmgym.rl.run_evaluation.RunEvaluation`: evaluations;
 - :class:`~llmgym.rl.logger.MetricsLogger`: the metrics log (made by :meth:`Trainer.train`).
 
+The acting policy, its vLLM engine and the random streams come from ``acting.py``.
+
 Nothing writes into the rollout's records: an update reads episodes and builds its own batch.
 """
 
 from __future__ import annotations
 
 import math
-import random
 import time
 import warnings
 from collections import Counter
@@ -33,14 +34,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import llmgym  # noqa: F401  (registers the Text-* ids)
 from llmgym.errors import TrainingError
 from llmgym.evaluation.evaluator import evaluation_kwargs
-from llmgym.policy.action_head import head_for, state_layers
 from llmgym.policy.models import load_model_for
 from llmgym.rl import checkpoints
+from llmgym.rl.acting import acting_policy, seed_everything, seed_sampling, vllm_engine
 from llmgym.rl.algorithms import algorithm
 from llmgym.rl.checkpointing import Checkpointer
 from llmgym.rl.collector import Collector
@@ -86,16 +85,11 @@ class Trainer:
         entry = algorithm(self.algo)
         run = config.run
         #: The vLLM engine the policy acts through (``policy.uses_vllm``), else None.
-        self.vllm: Any = None
-        if config.policy.uses_vllm:
-            from llmgym.policy.backends import make_vllm_backend
-
-            p, inprocess = config.policy, config.policy.backend == "vllm-inprocess"
-            self.vllm = make_vllm_backend(p.vllm_url, p.vllm_model, p.model, inprocess)
+        self.vllm: Any = vllm_engine(config)
         if run.num_threads > 0:
             torch.set_num_threads(run.num_threads)
         self.run_dir = Path(run.output_dir)
-        self._seed_everything(run.seed)  # the same in every process: the same initial weights
+        seed_everything(run.seed)  # the same in every process: the same initial weights
         no_gpu = run.device == "auto" and not torch.cuda.is_available()
         self.processes = Processes.from_environment(cpu=run.device == "cpu" or no_gpu)
         if self.vllm is not None and self.processes.num > 1:
@@ -120,7 +114,9 @@ class Trainer:
         self.state = RunState(seed=run.seed)
         weights = Weights(config)
         model = weights.prepare(model)
-        self.policy = self._make_policy(model, policy_config)
+        self.policy = acting_policy(
+            config, model, tokenizer, self.vllm, self.run_dir, self, policy_config
+        )
         self.learner = Learner(
             config, model, self.policy, weights, self.processes, self.state, self._warn, self.vllm
         )
@@ -142,7 +138,7 @@ class Trainer:
             self.processes,
         )  # fmt: skip
         self.logger: MetricsLogger | None = None
-        self._seed_sampling()
+        seed_sampling(self.processes, run.seed, self.state.iteration, self.policy)
 
     @property
     def model(self) -> Any:
@@ -157,47 +153,6 @@ class Trainer:
         if accelerator is not None and self.config.run.device == "auto":
             return str(accelerator.device)
         return self.config.run.device
-
-    def _seed_everything(self, seed: int) -> None:
-        random.seed(seed)
-        np.random.seed(seed)
-        self.torch.manual_seed(seed)
-
-    def _seed_sampling(self) -> None:
-        """With several processes, a sampling stream of its own for each (from the seed, the
-        iteration and the rank); one process keeps the stream its seed started."""
-        if self.processes.num > 1:
-            rank, iteration = self.processes.rank, self.state.iteration
-            seed = (self.config.run.seed * 1_000_003 + iteration * 1009 + rank + 1) % 2**32
-            self._seed_everything(seed)
-            generator = getattr(self.policy, "generator", None)
-            if generator is not None:
-                generator.manual_seed(seed)
-
-    def _make_policy(self, model: Any, policy_config: Any = None) -> Any:
-        from llmgym.policy import LLMPolicy
-
-        if self.vllm is not None:  # act through vLLM; updates recompute locally
-            from llmgym.rl.adapters import write_adapter, write_weights
-
-            prefix = f"llmgym-{self.run_dir.name or 'run'}"
-            if self.config.lora.enabled:
-                self.vllm.use_adapters(
-                    lambda path: write_adapter(self, path), self.run_dir / "vllm_adapters", prefix
-                )
-            else:  # a full fine-tune: vLLM reloads the whole model after each update
-                self.vllm.use_weights(
-                    lambda path: write_weights(self, path), self.run_dir / "vllm_weights", prefix
-                )
-        return LLMPolicy(
-            model,
-            self.tokenizer,
-            policy_config or self.config.policy.acting(),
-            head=head_for(model, self.config.policy),
-            memoize=not self.config.optim.train_backbone,
-            backend=self.vllm,
-            layers=state_layers(model, self.config.policy),
-        )
 
     # ---- collecting and updating -----------------------------------------------------------
 
@@ -277,7 +232,7 @@ class Trainer:
         """Restore a checkpoint (the newest of the run by default) and, with several
         processes, each one's sampling stream at its iteration."""
         self.checkpointer.load_checkpoint(path)
-        self._seed_sampling()
+        seed_sampling(self.processes, self.config.run.seed, self.state.iteration, self.policy)
 
     # ---- evaluation ------------------------------------------------------------------------
 
