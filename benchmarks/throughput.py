@@ -165,6 +165,18 @@ def phase(name: str, args: argparse.Namespace) -> dict:
     return result
 
 
+def forward_tokens(args: tuple, kwargs: dict) -> tuple[int, int]:
+    """A causal LM forward's non-padding tokens and its computed positions (padding included),
+    from what a forward pre-hook (``with_kwargs=True``) sees."""
+    ids = kwargs.get("input_ids", args[0] if args else None)
+    if ids is None:
+        ids = kwargs["inputs_embeds"][..., 0]
+    mask = kwargs.get("attention_mask")
+    width = ids.shape[1]
+    real = int(mask[:, -width:].sum()) if mask is not None and mask.ndim == 2 else ids.numel()
+    return int(real), int(ids.numel())
+
+
 def machine(threads: int) -> str:
     cpu = platform.processor() or platform.machine()
     try:

@@ -193,16 +193,13 @@ class FlopCounter:
         self.handles.append(head.register_forward_pre_hook(self._head))
 
     def _forward(self, module: Any, args: tuple, kwargs: dict) -> None:
-        ids = kwargs.get("input_ids", args[0] if args else None)
-        if ids is None:
-            ids = kwargs["inputs_embeds"][..., 0]
-        mask = kwargs.get("attention_mask")
-        width = ids.shape[1]
-        real = int(mask[:, -width:].sum()) if mask is not None and mask.ndim == 2 else ids.numel()
+        from throughput import forward_tokens
+
+        real, positions = forward_tokens(args, kwargs)
         self.current = real
         grad = "grad" if self.torch.is_grad_enabled() else "nograd"
         self._add(self.tokens, f"{self.phase}_{grad}", real)
-        self._add(self.tokens, f"{self.phase}_positions", int(ids.numel()))
+        self._add(self.tokens, f"{self.phase}_positions", positions)
 
     def _layer(self, block: Any, size: int, index: int) -> Any:
         def hook(module: Any, args: tuple) -> None:

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from throughput import gemm_peak, machine  # noqa: E402
+from throughput import forward_tokens, gemm_peak, machine  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "train_throughput.json"
 ENVS = ("Text-Blackjack-v1", "Text-CartPole-v1")
@@ -138,16 +138,11 @@ class TokenCounter:
         self.depth = len(blocks) if blocks is not None else 1
 
     def _forward(self, module: Any, args: tuple, kwargs: dict) -> None:
-        ids = kwargs.get("input_ids", args[0] if args else None)
-        if ids is None:
-            ids = kwargs["inputs_embeds"][..., 0]
-        mask = kwargs.get("attention_mask")
-        width = ids.shape[1]
-        real = int(mask[:, -width:].sum()) if mask is not None and mask.ndim == 2 else ids.numel()
-        self.tokens = int(real)
+        real, positions = forward_tokens(args, kwargs)
+        self.tokens = real
         grad = "grad" if self.torch.is_grad_enabled() else "nograd"
         self._add(f"{self.phase}_{grad}", real)  # tokens (padding left out)
-        self._add(f"{self.phase}_computed", int(ids.numel()))  # positions, padding included
+        self._add(f"{self.phase}_computed", positions)  # positions, padding included
 
     def _layer(self, block: Any, size: int, trained: bool) -> Any:
         def hook(module: Any, args: tuple) -> None:

@@ -53,6 +53,9 @@ class Learner:
         self.warn = warn
         self.vllm = vllm  # the vLLM engine the policy acts through, else None
         self.device = next(model.parameters()).device
+        on = config.optim.prefix_cache_generate  # auto: on a GPU only (it changes the gradient)
+        #: Whether generate mode's update reuses the shared prompt's KV cache too.
+        self.generate_prefix_cache = on == "on" or (on == "auto" and self.device.type == "cuda")
         self.extra_modules: dict[str, Any] = {}  # trained beside the model, saved by name
         self.module_lr: dict[str, float] = {}  # their learning rates (else the main one)
         self.optimizer: Any = None
@@ -140,11 +143,8 @@ class Learner:
         """``policy.forward_samples`` (differentiable log-probs, entropy, hidden state),
         through the shared-prefix KV cache when ``prefix_cache_grad`` is on (in generate mode
         as ``prefix_cache_generate`` says; see :func:`evaluate_cached`)."""
-        optim = self.config.optim
-        if optim.prefix_cache_grad:
-            on = optim.prefix_cache_generate
-            generate = on == "on" or (on == "auto" and self.device.type == "cuda")
-            return evaluate_cached(self.policy, list(samples), generate)
+        if self.config.optim.prefix_cache_grad:
+            return evaluate_cached(self.policy, list(samples), self.generate_prefix_cache)
         return self.policy.forward_samples(list(samples))
 
     def recompute(self, samples: Sequence[Any]) -> list[Any]:

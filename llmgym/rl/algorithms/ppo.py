@@ -133,6 +133,15 @@ class ReturnScale:
             self.sums[i] = self.decay * self.sums[i] + (1 - self.decay) * x
 
 
+def state_size(learner: Any) -> int:
+    """The size of the state features a critic reads: the model's hidden state at each layer
+    the policy reads."""
+    model = learner.model
+    hidden = model.config.hidden_size if hasattr(model, "config") else None
+    hidden = hidden or model.get_base_model().config.hidden_size
+    return hidden * len(learner.policy.layers)
+
+
 class ValueCritic:
     """PPO's critic and actor loss: a value head on the state features (linear on the action
     head's whitened features, on its own whitened ones with ``value_whiten``, else an MLP) and
@@ -143,12 +152,7 @@ class ValueCritic:
 
     def __init__(self, config: Any, learner: Any, returns: ReturnScale) -> None:
         self.config, self.policy, self.returns = config, learner.policy, returns
-        model = learner.model
-        hidden = model.config.hidden_size if hasattr(model, "config") else None
-        hidden = (hidden or model.get_base_model().config.hidden_size) * len(
-            self.policy.layers
-        )  # the state features' size: a hidden state per layer read
-        self.value_head = self._make_head(hidden).to(learner.device)
+        self.value_head = self._make_head(state_size(learner)).to(learner.device)
         learner.add_module("value_head", self.value_head, config.value_lr)
 
     def _make_head(self, hidden: int) -> Any:
@@ -427,4 +431,4 @@ class PPO:
         }
 
 
-__all__ = ["PPO", "PPOConfig", "ReturnScale", "ValueCritic"]
+__all__ = ["PPO", "PPOConfig", "ReturnScale", "ValueCritic", "state_size"]

@@ -37,7 +37,7 @@ import torch
 
 from llmgym.config import rule
 from llmgym.errors import ConfigError
-from llmgym.rl.algorithms.ppo import PPO, PPOConfig, ReturnScale
+from llmgym.rl.algorithms.ppo import PPO, PPOConfig, ReturnScale, state_size
 from llmgym.rl.batch import RolloutBatch
 from llmgym.rl.qcritic import QCritic, actor_targets, centred_squares, fit_least_squares
 
@@ -91,11 +91,9 @@ class QCriticActor:
     def __init__(self, config: QACConfig, learner: Any, returns: ReturnScale) -> None:
         self.config, self.policy, self.returns = config, learner.policy, returns
         self.processes = learner.processes
-        model = learner.model
-        hidden = model.config.hidden_size if hasattr(model, "config") else None
-        hidden = (hidden or model.get_base_model().config.hidden_size) * len(self.policy.layers)
-        features = self.policy.head.feature_size if self.policy.head is not None else hidden
-        embed = model.get_input_embeddings().weight.shape[1]
+        head = self.policy.head
+        features = head.feature_size if head is not None else state_size(learner)
+        embed = learner.model.get_input_embeddings().weight.shape[1]
         self.q_head = QCritic(features, embed, config.policy.head_whiten_eps)
         self.q_head.weight.requires_grad_(config.q_window == 0)  # else fitted in closed form
         self.q_memory: deque = deque(maxlen=max(1, config.q_window))
