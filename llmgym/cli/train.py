@@ -111,6 +111,12 @@ def train(
     env_kwarg: list[str] = typer.Option(  # noqa: B008
         None, "--env-kwarg", help="KEY=VALUE for gym.make (repeatable), e.g. is_slippery=false."
     ),
+    eval_env_kwarg: list[str] = typer.Option(  # noqa: B008
+        None,
+        "--eval-env-kwarg",
+        help="KEY=VALUE the evaluation envs take over --env-kwarg (repeatable), e.g. "
+        "map_set=heldout to evaluate on held-out maps (config key eval.env_kwargs).",
+    ),
     set_: list[str] = typer.Option(  # noqa: B008
         None,
         "--set",
@@ -155,6 +161,8 @@ def train_request(ctx: typer.Context) -> Any:
     given["run.progress"] = not p["no_progress"]
     if p["no_start_eval"]:
         given["eval.start"] = False
+    if p["eval_env_kwarg"]:
+        given["eval.env_kwargs"] = key_values(p["eval_env_kwarg"], "--eval-env-kwarg")
     if _given(ctx, "output") and not p["output"].strip():
         raise fail("--output '' names no directory; pass one, or leave --output out.")
     algo = p["algo"] if _given(ctx, "algo") else None

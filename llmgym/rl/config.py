@@ -198,6 +198,9 @@ class TrainConfig:
         if self.run.env_kwargs:  # the env is made once with them (a bad map name, a typo)
             check_display(self.run.env_kwargs)
             check_env_kwargs(self.run.env_id, self.run.env_kwargs)
+        if self.eval.env_kwargs:  # the evaluation env, made once the same way
+            check_display(self.eval.env_kwargs)
+            check_env_kwargs(self.run.env_id, {**self.run.env_kwargs, **self.eval.env_kwargs})
         check_vllm_training(self.policy, train_backbone=self.optim.train_backbone)
 
     def _check_own_fields(self) -> None:

@@ -39,6 +39,9 @@ def result_record(
     return {
         "env_id": config.run.env_id,
         "env_kwargs": config.run.env_kwargs,
+        # the evaluations' own kwargs over env_kwargs (another map set, a rewording): every
+        # value below was measured there
+        "eval_env_kwargs": config.eval.env_kwargs,
         "model": config.policy.model,
         "algo": plan.algo,
         "mode": config.policy.mode,
@@ -72,7 +75,9 @@ def result_record(
         "eval_success_rate": final["success_rate"],
         "parse_rate": final["parse_rate"],
         "eval_seeds": f"{EVAL_SEED_BASE}..{EVAL_SEED_BASE + episodes - 1}",
-        "baselines_same_seeds": baselines(config.run.env_id, config.run.env_kwargs, seeds),
+        "baselines_same_seeds": baselines(
+            config.run.env_id, {**config.run.env_kwargs, **config.eval.env_kwargs}, seeds
+        ),
         "best_eval": trainer.state.best_eval,  # the best evaluation and its kept policy
         "stopped_at_goal": trainer.checkpointer.reached_stop_at(),  # --stop-at ended training early
         "command": command,

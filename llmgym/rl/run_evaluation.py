@@ -4,9 +4,12 @@ the policy, under the weights' average where one is kept).
 
 Example:
     >>> from types import SimpleNamespace as NS
-    >>> config = NS(eval=NS(episodes=100, greedy=True, method="sampled"))
+    >>> config = NS(eval=NS(episodes=100, greedy=True, method="sampled", env_kwargs={}))
     >>> RunEvaluation(config, envs=[], kwargs={}, torch=None).plan(1000).split(" (")[0]
     'the greedy policy over 1000 episodes'
+    >>> config.eval.env_kwargs = {"map_set": "heldout"}
+    >>> RunEvaluation(config, envs=[], kwargs={}, torch=None).plan(1000).split(" (")[0]
+    'the greedy policy on map_set=heldout over 1000 episodes'
 """
 
 from __future__ import annotations
@@ -86,6 +89,8 @@ class RunEvaluation:
         """How :meth:`run` measures, and how to change it (printed before an evaluation)."""
         cfg = self.config.eval
         who = "the greedy policy" if cfg.greedy else "the sampling policy"
+        if cfg.env_kwargs:  # evaluated elsewhere than it trains
+            who += " on " + ", ".join(f"{k}={v}" for k, v in cfg.env_kwargs.items())
         if self.exact():
             return (
                 f"the exact value of {who} from the env's model (eval.method={cfg.method}; "

@@ -225,3 +225,7 @@ class EvalSection(Checked):
     stop_at: float | None = None
     """Stop training once a periodic evaluation's mean return reaches this (as SB3's
     ``StopTrainingOnRewardThreshold``); the final evaluation still runs."""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments the evaluation envs take over ``run.env_kwargs``: measure transfer
+    while training, e.g. ``map_set=heldout`` (train on a FrozenLake map set's ``train`` maps,
+    evaluate on its held-out ones) or ``wording=alt`` (``llmgym train --eval-env-kwarg``)."""

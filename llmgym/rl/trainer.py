@@ -124,8 +124,9 @@ class Trainer:
         # keep the chat history (policy.history), so it follows each env's episodes.
         make = partial(make_envs, run.env_id, run.num_envs, history=config.policy.history)
         self.envs = make(run.env_kwargs) if run.env_id else []
-        # Evaluation runs under the registered step limit, on held-out problems where split.
-        eval_kwargs = evaluation_kwargs(run.env_kwargs)
+        # Evaluation runs under the registered step limit, on held-out problems where split,
+        # with the evaluation's own kwargs over the run's (another map set, a rewording).
+        eval_kwargs = evaluation_kwargs({**run.env_kwargs, **config.eval.env_kwargs})
         eval_envs = make(eval_kwargs) if run.env_id and eval_kwargs != run.env_kwargs else None
         show = run.progress and self.processes.is_main
         envs = eval_envs or self.envs
