@@ -22,6 +22,19 @@ The blocks (NAME: what it shows, from which records):
     transfer             committed policies on held-out text variants, no training
                          (transfer.json, as benchmarks/transfer.py prints it)
 
+Figures that prose repeats from the headline come from here too, as inline fields
+``<!-- r:FIELD:RECIPE -->TEXT<!-- /r -->`` (on one line; TEXT is rewritten, the comments do not
+show on the site), so a sentence beside a table cannot disagree with it. RECIPE is one of the
+headline's recipes; FIELD is one of (values as the table prints them):
+
+    finals               the final value of every seed, "-0.0726, -0.0886, -0.0765"
+    final-sN             seed N's final value
+    start                the zero-shot (start) value of its first seed
+    reached              on how many seeds the goal was reached, "2 of 3"
+    control              the random-init control's finals (NAME-random-sN)
+    control-sN           seed N's final value in the control
+    control-reached      on how many of those the goal was reached, "0 of 3"
+
 The leaderboard has its own script, benchmarks/leaderboard_readme.py.
 """
 
@@ -272,6 +285,59 @@ def transfer() -> str:
     )
 
 
+# --------------------------------------------------------------------------- inline fields
+FIELD = re.compile(r"<!-- r:(?P<key>[\w:.-]+) -->(?P<text>[^\n]*?)<!-- /r -->")
+
+
+def _runs(prefix: str, random_init: bool = False) -> dict[str, dict]:
+    if random_init:
+        prefix = prefix.removesuffix("-s") + "-random-s"
+        return {k: r for k, r in records(prefix).items() if r.get("backbone") == "random-init"}
+    return records(prefix)
+
+
+def field(key: str) -> str:
+    """The text of an inline field ``FIELD:RECIPE`` (the module's docstring lists them).
+
+    Example:
+        >>> field("reached:blackjack-ppo")
+        '3 of 3'
+        >>> field("final-s1:blackjack-ppo")
+        '-0.0621'
+        >>> field("finals:nope")
+        Traceback (most recent call last):
+        ...
+        SystemExit: inline field 'finals:nope': no headline recipe 'nope'; have blackjack-ppo, ...
+    """
+    name, _, recipe = key.partition(":")
+    goals = {g.recipe: g for g in GOALS}
+    if recipe not in goals:
+        raise SystemExit(
+            f"inline field {key!r}: no headline recipe {recipe!r}; have {', '.join(goals)}"
+        )
+    goal = goals[recipe]
+    control = name.startswith("control")
+    runs = _runs(goal.prefix, random_init=control)
+    if not runs:
+        raise SystemExit(f"inline field {key!r}: no records for it")
+    if name in ("finals", "control"):
+        return ", ".join(value(r) for r in runs.values())
+    if name in ("reached", "control-reached"):
+        return f"{sum(goal.reached(r) for r in runs.values())} of {len(runs)}"
+    if name == "start":
+        return value(next(iter(runs.values())), "start_value")
+    if m := re.fullmatch(r"(final|control)-s(\d+)", name):
+        stem = goal.prefix.removesuffix("-s") + "-random-s" if control else goal.prefix
+        seed = f"{stem}{m.group(2)}"
+        if seed not in runs:
+            raise SystemExit(f"inline field {key!r}: no record {seed}")
+        return value(runs[seed])
+    raise SystemExit(
+        f"inline field {key!r}: no field {name!r}; have finals, final-sN, start, reached, "
+        "control, control-sN, control-reached"
+    )
+
+
 MAKERS: dict[str, Callable[[], str]] = {
     "headline": headline,
     "rl-runs": rl_runs,
@@ -311,7 +377,10 @@ def render(text: str, path: str = "<text>") -> str:
             )
         return block(m.group("name"))
 
-    return BLOCK.sub(make, text)
+    def fill(m: re.Match) -> str:
+        return f"<!-- r:{m.group('key')} -->{field(m.group('key'))}<!-- /r -->"
+
+    return FIELD.sub(fill, BLOCK.sub(make, text))
 
 
 def pages() -> list[Path]:
@@ -329,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     stale, found = [], 0
     for path in pages():
         text = path.read_text()
-        found += len(BLOCK.findall(text))
+        found += len(BLOCK.findall(text)) + len(FIELD.findall(text))
         new = render(text, str(path.relative_to(ROOT)))
         if new != text:
             stale.append(path.relative_to(ROOT))
@@ -339,7 +408,9 @@ def main(argv: list[str] | None = None) -> int:
         for path in stale:
             print(f"{path} is out of date: run python benchmarks/docs_results.py")
         return 1 if stale else 0
-    print(f"{found} blocks; rewrote {', '.join(map(str, stale)) or 'nothing: up to date'}")
+    print(
+        f"{found} blocks and fields; rewrote {', '.join(map(str, stale)) or 'nothing: up to date'}"
+    )
     return 0
 
 

@@ -48,3 +48,59 @@ def test_the_headline_counts_the_goals_from_the_records(script):
 def test_an_unknown_block_is_refused(script):
     with pytest.raises(SystemExit, match="no results block named 'nope'"):
         script.render("<!-- results:nope:start -->\n<!-- results:nope:end -->")
+
+
+# Inline fields: prose that repeats a figure of the headline is made by the same script.
+def test_an_inline_field_is_rewritten_from_the_records(script):
+    stale = "seed 1 ended at <!-- r:final-s1:blackjack-ppo -->-0.5<!-- /r --> (9 of 9)"
+    fresh = script.render(stale)
+    assert fresh.startswith("seed 1 ended at <!-- r:final-s1:blackjack-ppo -->-0.0621<!-- /r -->")
+    text = (
+        "<!-- r:reached:blackjack-lm-ppo -->x<!-- /r -->, "
+        "<!-- r:control:blackjack-ppo -->x<!-- /r -->"
+    )
+    assert script.render(text) == (
+        "<!-- r:reached:blackjack-lm-ppo -->2 of 3<!-- /r -->, "
+        "<!-- r:control:blackjack-ppo -->-0.1037, -0.0822, -0.0860<!-- /r -->"
+    )
+    assert script.field("control-s2:cartpole-ppo-layer8g") == "351.25 ± 43.62"
+    assert script.field("start:cartpole-ppo-layer8g") == "9.35"
+
+
+@pytest.mark.parametrize(
+    "key, says",
+    [
+        ("finals:nope", "no headline recipe 'nope'"),
+        ("bogus:blackjack-ppo", "no field 'bogus'"),
+        ("final-s7:blackjack-ppo", "no record blackjack-ppo-s7"),
+        ("control:cartpole-lm-ppo", "no records"),
+    ],
+)
+def test_an_unknown_inline_field_is_refused(script, key, says):
+    with pytest.raises(SystemExit, match=says):
+        script.render(f"<!-- r:{key} -->?<!-- /r -->")
+
+
+def test_every_inline_field_is_whole_on_one_line(script):
+    """A field broken across lines would not be matched, so would go stale unseen."""
+    for page in script.pages():
+        text = page.read_text()
+        opened = text.count("<!-- r:")
+        assert opened == len(script.FIELD.findall(text)) == text.count("<!-- /r -->"), (
+            f"{page.relative_to(ROOT)}: an inline field <!-- r:... --> is not closed by "
+            "<!-- /r --> on its line"
+        )
+
+
+def test_the_pages_of_issue_52_take_their_figures_from_the_records(script):
+    """docs/index.md and the RL-from-scratch page once said other seed counts than their tables."""
+    for name, at_least in [
+        ("docs/index.md", 6),
+        ("docs/results/rl-from-scratch.md", 20),
+        ("docs/results/index.md", 3),
+    ]:
+        fields = script.FIELD.findall((ROOT / name).read_text())
+        assert len(fields) >= at_least, f"{name}: {len(fields)} inline fields"
+    index = (ROOT / "docs/index.md").read_text()
+    for recipe in ("blackjack-lm-ppo", "blackjack-lm-ppo-ema", "blackjack-lm-gen"):
+        assert f"<!-- r:reached:{recipe} -->{script.field('reached:' + recipe)}<!-- /r -->" in index
