@@ -12,6 +12,11 @@ Two hypothesis profiles: ``cli-small`` (``make test``: a few examples per option
 minute; where a value is accepted, loading a model or building a trainer stops there, as a
 success) and ``cli-full`` (``make test-fuzz``, marker ``fuzz``: many examples per option, and
 accepted values train for real). SB3 training and serving are always stopped at their start.
+
+``ISSUE_52`` holds issue 52's bad inputs as explicit cases, each run every time (counts above
+their caps, LoRA and token limits past the model's shape, empty, duplicate and repeated-option
+agents, ``--host ''``, ``--output ''``, ``--stop-after nan``, ``render_mode=human`` with no
+display): exit 2 and one sentence.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -220,11 +226,12 @@ def _command(name: str):
     return dict(_leaves(get_command(app)))[name]
 
 
-def check(argv: list[str]) -> None:
+def check(argv: list[str]) -> Any:
+    """Run ``argv``: exit 0, or exit 2 with one ``Error:`` line; never a traceback. The result."""
     result = CliRunner().invoke(app, argv)
     shown = f"{argv!r}\nexit {result.exit_code}\nstdout {result.stdout!r}\nstderr {result.stderr!r}"
     if isinstance(result.exception, Started):
-        return  # accepted: it got as far as loading a model or training
+        return result  # accepted: it got as far as loading a model or training
     assert result.exception is None or isinstance(result.exception, SystemExit), (
         f"{shown}\n{result.exception!r}"
     )
@@ -234,6 +241,7 @@ def check(argv: list[str]) -> None:
         lines = result.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("Error: "), shown
         assert "Error: Error" not in lines[0], shown
+    return result
 
 
 def _fuzz(profile: str, command: str, target: str, tmp_path_factory, run_dir, monkeypatch):
@@ -263,6 +271,50 @@ def test_many_bad_values_are_one_sentence_and_exit_2(
     command, target, cheap, tmp_path_factory, run_dir, monkeypatch
 ):
     _fuzz("cli-full", command, target, tmp_path_factory, run_dir, monkeypatch)
+
+
+#: Issue 52's bad inputs, each as the whole command the audit ran (the generated values above
+#: reach most of them by chance; these reach each one every time): exit 2, one sentence.
+ISSUE_52: dict[str, list[str]] = {
+    "episodes-per-update 10^8": ["train", "--episodes-per-update", "100000000"],
+    "group_size 10^9": ["train", "--algo", "grpo", "--set", "group_size=1000000000"],
+    "lora_r 10^9": ["train", "--set", "lora_r=1000000000"],
+    "lora_layers 999": ["train", "--set", "lora_layers=999"],
+    "lora.target_modules []": ["train", "--set", "lora.target_modules=[]"],
+    "max_new_tokens 10^9": ["train", "--mode", "generate", "--set", "max_new_tokens=1000000000"],
+    "sft.episodes 1e15": ["train", "--sft", "auto", "--set", "sft.episodes=1e15"],
+    "train --output ''": ["train", "--output", ""],
+    "train render_mode=human": ["train", "--env-kwarg", "render_mode=human"],
+    "eval render_mode=human": ["eval", "--env-kwarg", "render_mode=human"],
+    "bench render_mode=human": ["bench", "--env-kwarg", "render_mode=human"],
+    "eval --output ''": ["eval", "--output", ""],
+    "serve --host ''": ["serve", "--host", ""],
+    "serve --stop-after nan": ["serve", "--stop-after", "nan"],
+    "agents random,,random": ["bench", "--agents", "random,,random"],
+    "agents random,": ["bench", "--agents", "random,"],
+    "agents random,random": ["bench", "--agents", "random,random"],
+    "agent option twice (bench)": ["bench", "--agents", "llm:tiny,mode=generate,mode=score"],
+    "agent option twice (eval)": ["eval", "--agent", "llm:tiny,mode=generate,mode=score"],
+}
+
+
+def issue_52_argv(case: str, tmp: Path) -> list[str]:
+    """The case's command on the small invocation of its subcommand; its own options last, so
+    they win over the small invocation's (``--output``, ``--agents``)."""
+    command, *extra = ISSUE_52[case]
+    positionals, options = BASE[command]
+    return [command, *positionals, *[a.format(tmp=tmp) for a in options], *extra]
+
+
+@pytest.mark.parametrize("case", list(ISSUE_52))
+def test_the_bad_inputs_of_issue_52_are_one_sentence_and_exit_2(case, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DISPLAY", raising=False)  # render_mode=human: a machine with no display
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    argv = issue_52_argv(case, tmp_path)
+    result = check(argv)
+    assert result.exit_code == 2, f"{argv!r} exited {result.exit_code}: {result.output[-500:]}"
 
 
 def _real(args: list, tmp: Path) -> subprocess.CompletedProcess:
