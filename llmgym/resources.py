@@ -185,6 +185,24 @@ def available_memory() -> int | None:
     return max(0, min(found)) if found else None
 
 
+def device_memory(device: str) -> int | None:
+    """Bytes free where the model's tensors go: a CUDA device's free memory (``cuda``,
+    ``cuda:N``), else :func:`available_memory` (tests patch it); None where unknown.
+
+    Example:
+        >>> device_memory("cpu") is None or device_memory("cpu") > 0
+        True
+    """
+    if device.startswith("cuda"):
+        try:
+            import torch
+
+            return int(torch.cuda.mem_get_info(torch.device(device))[0])
+        except (ImportError, RuntimeError, AssertionError):
+            return None
+    return available_memory()
+
+
 def _meminfo() -> list[int]:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -341,6 +359,7 @@ __all__ = [
     "check_display",
     "check_fits",
     "check_training",
+    "device_memory",
     "gigabytes",
     "largest_batch",
     "training_memory",

@@ -84,7 +84,7 @@ def train(
     model: str = _config_option("model"),
     algo: str = typer.Option("ppo", help=f"The algorithm. {escape(summary_help())}"),
     mode: str = _config_option("mode"),
-    num_envs: int = _config_option("num_envs", "--num-envs"),
+    num_envs: str = _config_option("num_envs", "--num-envs"),
     steps: int = _config_option("steps", "--steps"),
     episodes: int = _config_option("episodes", "--episodes"),
     episodes_per_update: int = _config_option("episodes_per_update"),

@@ -42,6 +42,41 @@ def _utf8(text: str) -> bool:
     return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace") == text
 
 
+def _count_or_auto(limit: int | None = None) -> dict[str, Rule]:
+    """A count that may also be ``auto`` (sized by the memory estimator): at least 1, at most
+    ``limit`` (None: no cap)."""
+
+    def accepted(value: Any) -> bool:
+        if value == "auto":
+            return True
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        return whole and 1 <= value <= (limit or value)
+
+    span = f"from 1 to {limit:,}" if limit else "of at least 1"
+    return rule(test=accepted, expect=f"a whole number {span}, or auto")
+
+
+def count_or_auto(value: Any) -> Any:
+    """A count given as text (``--num-envs 64``, ``"64"``) as a number; ``auto`` and numbers as
+    they are (an integral float as an int).
+
+    Example:
+        >>> count_or_auto("64"), count_or_auto(" auto "), count_or_auto(8.0), count_or_auto("x")
+        (64, 'auto', 8, 'x')
+    """
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == "auto":
+            return text
+        try:
+            return int(text)
+        except ValueError:
+            return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def capped(limit: int, **bounds: Any) -> dict[str, Rule]:
     """A count's rule: ``bounds`` and at most ``limit`` (``llmgym.rollout``'s limits on what
     one command may ask for), each side refused in its own sentence."""
@@ -58,8 +93,11 @@ class RunSection(Checked):
     """Text env to train in (``llmgym envs`` lists them)."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments for ``gym.make`` (base-env kwargs such as ``is_slippery=False``)."""
-    num_envs: int = field(default=8, metadata=capped(MAX_ENVS, min=1))
-    """K envs stepped in lockstep; every policy call is one batch of up to K observations."""
+    num_envs: int | str = field(default=8, metadata=_count_or_auto(MAX_ENVS))
+    """K envs stepped in lockstep; every policy call is one batch of up to K observations.
+    ``auto``: as many as the memory estimator (``llmgym.resources``) fits in half the memory
+    available (the GPU's on CUDA), at most the episodes per update; with it a
+    ``micro_batch_size`` not set is sized too. The first line printed says what was chosen."""
     total_env_steps: int = field(default=3000, metadata=capped(MAX_TIMESTEPS, min=1))
     """Stop after this many env steps (whichever of this and ``total_episodes`` comes first)."""
     total_episodes: int = field(default=0, metadata=capped(MAX_EPISODES, min=0))
@@ -88,6 +126,10 @@ class RunSection(Checked):
     """Show a progress bar."""
     recipe: str = ""
     """The recipe the run's settings came from (``llmgym recipes``; "" for none)."""
+
+    def validate(self) -> None:
+        self.num_envs = count_or_auto(self.num_envs)
+        super().validate()
 
 
 @dataclass
@@ -137,8 +179,10 @@ class OptimSection(Checked):
     """Clip the global gradient norm to this value."""
     minibatch_size: int = field(default=32, metadata=rule(min=1))
     """Samples (turns) per optimizer step."""
-    micro_batch_size: int = field(default=16, metadata=rule(min=1))
-    """Samples per forward/backward pass (accumulated into one step; lower it to save memory)."""
+    micro_batch_size: int | str = field(default=16, metadata=_count_or_auto())
+    """Samples per forward/backward pass (accumulated into one step; lower it to save memory).
+    ``auto``: the largest power of two up to ``minibatch_size`` that the memory estimator fits
+    (chosen with ``run.num_envs=auto`` when this is not set)."""
     train_backbone: bool = True
     """Train the language model (LoRA or full). False: it stays frozen, only the heads learn,
     and each distinct prompt's features are computed once and reused (memoised)."""
@@ -173,6 +217,10 @@ class OptimSection(Checked):
         if self.head_lr is None:
             return HEAD_OPTIMIZERS[self.head_optimizer]
         return float(self.head_lr)
+
+    def validate(self) -> None:
+        self.micro_batch_size = count_or_auto(self.micro_batch_size)
+        super().validate()
 
 
 @dataclass

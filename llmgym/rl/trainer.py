@@ -80,6 +80,10 @@ class Trainer:
 
         self.torch = torch
         config.validate()  # before the model loads
+        if "auto" in (config.run.num_envs, config.optim.micro_batch_size):
+            from llmgym.rl.plan import size_auto  # (llmgym train resolves them in its plan)
+
+            print(size_auto(config), flush=True)
         self.config = config
         self.algo: str = getattr(config, "algo", "")
         entry = algorithm(self.algo)
