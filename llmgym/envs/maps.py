@@ -25,6 +25,7 @@ import zlib
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv, generate_random_map
 
 from llmgym.errors import ConfigError
@@ -166,6 +167,42 @@ class FrozenLakeMapsEnv(FrozenLakeEnv):
         return state, reward, terminated, truncated, {**info, **self.map_info()}
 
 
+#: Channels of :class:`MapGrid`'s observation, one plane each.
+GRID_CHANNELS = ("frozen", "hole", "goal", "agent")
+
+
+class MapGrid(gym.ObservationWrapper):
+    """The map as numbers, for a numeric policy that should see what the text shows: one
+    plane per channel of :data:`GRID_CHANNELS` over the cells (the start counts as frozen),
+    flattened to ``4 * side * side`` floats. FrozenLake's own observation is the position
+    alone, which says nothing about a map the policy has not seen.
+
+    Example:
+        >>> env = MapGrid(FrozenLakeMapsEnv("heldout", 4))
+        >>> obs, info = env.reset(seed=0)
+        >>> obs.shape, info["map"][3][3], obs.reshape(4, 4, 4)[:, 3, 3].tolist()
+        ((64,), 'G', [0.0, 0.0, 1.0, 0.0])
+        >>> float(obs.reshape(4, 4, 4)[3].sum())  # the agent is on one cell
+        1.0
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        rows, cols = env.unwrapped.desc.shape
+        self.shape = (len(GRID_CHANNELS), rows, cols)
+        size = len(GRID_CHANNELS) * rows * cols
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (size,), dtype=np.float32)
+
+    def observation(self, observation: int) -> np.ndarray:
+        desc = self.env.unwrapped.desc
+        grid = np.zeros(self.shape, dtype=np.float32)
+        grid[0] = (desc == b"F") | (desc == b"S")
+        grid[1] = desc == b"H"
+        grid[2] = desc == b"G"
+        grid[3].flat[int(observation)] = 1.0
+        return grid.reshape(-1)
+
+
 def register_map_sets() -> None:
     """Register the base ids of ``BASE_IDS`` (non-slippery, ``MAX_STEPS`` steps)."""
     for env_id, kwargs in BASE_IDS.items():
@@ -181,10 +218,12 @@ def register_map_sets() -> None:
 __all__ = [
     "BASE_IDS",
     "FROZEN_P",
+    "GRID_CHANNELS",
     "MAP_SETS",
     "MAP_SIZES",
     "MAX_STEPS",
     "FrozenLakeMapsEnv",
+    "MapGrid",
     "check_map_set",
     "map_kind",
     "map_seeds",

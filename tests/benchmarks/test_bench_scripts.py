@@ -280,3 +280,17 @@ def test_each_benchmark_script_answers_help_and_has_its_line_in_the_index(script
     assert done.stdout.startswith("usage:")
     index = (BENCH / "README.md").read_text()
     assert f"| `{script.name}` |" in index, f"{script.name} has no line in benchmarks/README.md"
+
+
+def test_maps_sb3_trains_on_train_maps_and_scores_the_held_out_ones(tmp_path):
+    """benchmarks/maps_sb3.py: a curve of held-out and train success, resumed not rerun."""
+    pytest.importorskip("stable_baselines3")
+    out = tmp_path / "maps_sb3.json"
+    args = ["--timesteps", "2048", "--eval-every", "2048", "--output", str(out)]
+    _run("maps_sb3.py", *args)
+    run = json.loads(out.read_text())["runs"][0]
+    assert run["size"] == 4 and run["seed"] == 0 and run["episodes"] > 0
+    assert 0.0 <= run["heldout_success"] <= 1.0 and 0.0 <= run["train_success"] <= 1.0
+    assert run["curve"][-1]["heldout"] == run["heldout_success"]
+    assert "| 4x4 | 2,048 |" in _run("maps_sb3.py", *args)  # resumed: the table, no new run
+    assert len(json.loads(out.read_text())["runs"]) == 1

@@ -136,3 +136,21 @@ def test_the_env_info_names_the_map_it_plays():
     assert info["map_index"] == 3 and info["map"] == maps_of("heldout", 4)[3]
     *_, info = env.step(info["valid_actions"][1])
     assert info["map_index"] == 3 and info["map"] == maps_of("heldout", 4)[3]
+
+
+def test_the_map_grid_shows_each_maps_cells_and_the_agent():
+    """``MapGrid`` (the observation SB3 is given in benchmarks/maps_sb3.py): the planes hold
+    exactly the map the episode plays, and the agent plane follows the position."""
+    from llmgym.envs.maps import MapGrid
+
+    env = MapGrid(FrozenLakeMapsEnv("train", 5))
+    for seed in (0, 7, 999):
+        obs, info = env.reset(seed=seed)
+        frozen, hole, goal, agent = obs.reshape(4, 5, 5)
+        desc = np.array([list(row) for row in info["map"]])
+        assert (hole == (desc == "H")).all() and (goal == (desc == "G")).all()
+        assert (frozen == np.isin(desc, ["F", "S"])).all()
+        assert agent[0, 0] == 1 and agent.sum() == 1
+        obs, *_ = env.step(2)  # RIGHT
+        agent = obs.reshape(4, 5, 5)[3]
+        assert agent.sum() == 1 and agent.flat[env.unwrapped.s] == 1
