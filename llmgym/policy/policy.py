@@ -54,6 +54,7 @@ from llmgym.policy.prompts import (
     candidate_ids,
     completion_text,
     encode,
+    encode_many,
     split_infos,
     without_system_role,
 )
@@ -308,16 +309,16 @@ class LLMPolicy(ScoreMode):
         if prefills is None or self.config.mode == "score":
             prefills = [self._prefill] * len(messages)
         texts = [self.prompt_text(m, p) for m, p in zip(messages, prefills)]
-        prompts = [self.encode(t) for t in texts]
         actions = [list(a) for a in valid_actions or [[] for _ in messages]]
         if self.config.mode == "generate":
+            prompts = encode_many(self.tokenizer, texts)  # one tokenizer call a step
             return self._act_generate(list(messages), prompts, list(prefills), greedy, actions)
         if len(actions) != len(messages) or not all(actions):
             raise ConfigError(
                 "Score mode needs discrete valid actions for every env; "
                 "use PolicyConfig(mode='generate') for continuous or free-text envs."
             )
-        return self._act_score(list(messages), texts, prompts, actions, greedy)
+        return self._act_score(list(messages), texts, actions, greedy)
 
     @property
     def _stops_at_answer(self) -> bool:

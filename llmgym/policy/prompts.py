@@ -67,6 +67,51 @@ def encode(tokenizer: Any, text: str) -> list[int]:
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
+def encode_many(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
+    """Token ids of each of ``texts`` without special tokens, in one tokenizer call (a fast
+    tokenizer's batch: the ids :func:`encode` gives each text alone)."""
+    if not texts:
+        return []
+    return [list(ids) for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+
+
+def prompt_and_candidate_ids(
+    tokenizer: Any, prompts: Sequence[str], actions: Sequence[Sequence[str]], prefilled: bool
+) -> tuple[list[list[int]], list[list[list[int]]]]:
+    """Every prompt's ids and, per prompt, each action's answer ids as :func:`candidate_ids`
+    gives them, from one tokenizer call over the prompts and the prompt + answer texts (a
+    second call only for answers whose joint tokenization changes the prompt's ids).
+
+    Example:
+        >>> from llmgym.policy.testing import tiny_tokenizer
+        >>> tok = tiny_tokenizer()
+        >>> ids, cands = prompt_and_candidate_ids(tok, ["Go: ", "Hi"], [["a", "bc"], []], True)
+        >>> ids == [encode(tok, "Go: "), encode(tok, "Hi")]
+        True
+        >>> cands == [[candidate_ids(tok, "Go: ", ids[0], a, True) for a in ["a", "bc"]], []]
+        True
+    """
+    answers = [[completion_text(a, prefilled) for a in acts] for acts in actions]
+    joints = [p + c for p, cs in zip(prompts, answers) for c in cs]
+    encoded = encode_many(tokenizer, [*prompts, *joints])
+    prompt_ids, joint_ids = encoded[: len(prompts)], iter(encoded[len(prompts) :])
+    candidates: list[list[list[int]]] = []
+    alone: list[tuple[int, int, str]] = []  # (prompt, answer, text) tokenized on their own
+    for b, (ids, cs) in enumerate(zip(prompt_ids, answers)):
+        row = []
+        for k, completion in enumerate(cs):
+            joint = next(joint_ids)
+            if joint[: len(ids)] == ids and len(joint) > len(ids):
+                row.append(joint[len(ids) :])
+            else:
+                row.append([])
+                alone.append((b, k, completion))
+        candidates.append(row)
+    for (b, k, _), ids in zip(alone, encode_many(tokenizer, [c for _, _, c in alone])):
+        candidates[b][k] = ids
+    return prompt_ids, candidates
+
+
 def candidate_ids(
     tokenizer: Any, prompt: str, prompt_ids: list[int], action: str, prefilled: bool
 ) -> list[int]:
@@ -110,5 +155,7 @@ __all__ = [
     "candidate_ids",
     "completion_text",
     "encode",
+    "encode_many",
+    "prompt_and_candidate_ids",
     "without_system_role",
 ]

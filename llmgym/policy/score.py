@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from llmgym.policy.config import PolicyConfig
-from llmgym.policy.prompts import split_infos
+from llmgym.policy.prompts import prompt_and_candidate_ids, split_infos
 from llmgym.policy.samples import ActionSample, PolicyOutput
 
 
@@ -31,6 +31,7 @@ class ScoreMode:
     update_backend: Any
     _memo: dict[tuple[Any, ...], Any]
     _action_embeddings: dict[str, torch.Tensor]
+    _prefill: str
     feature_layers: tuple[int, ...]
 
     def _scores(self, token_logprobs: list[torch.Tensor], actions: Sequence[str]) -> torch.Tensor:
@@ -63,22 +64,20 @@ class ScoreMode:
             self.messages_for(i, o, info) for i, (o, info) in enumerate(zip(observations, infos))
         ]
         texts = [self.prompt_text(m) for m in messages]
-        prompts = [self.encode(t) for t in texts]
         actions = [list(info.get("valid_actions") or []) for info in infos]
-        _, _, scores = self._score_rows(texts, prompts, actions)
+        _, _, _, scores = self._score_rows(texts, actions)
         return [s.float().tolist() for s in scores]
 
-    def _score_rows(self, texts, prompts, actions):
-        """(candidate ids, hidden states, candidate scores incl. the head) per env."""
-        candidates = [
-            [self.candidate_ids(t, p, a) for a in acts]
-            for t, p, acts in zip(texts, prompts, actions)
-        ]
+    def _score_rows(self, texts, actions):
+        """(prompt ids, candidate ids, hidden states, candidate scores incl. the head) per env;
+        the prompts and their candidates tokenized in one call."""
+        prefilled = bool(self._prefill)
+        prompts, candidates = prompt_and_candidate_ids(self.tokenizer, texts, actions, prefilled)
         hidden, lm_scores = self._score_features(prompts, candidates, actions)
-        return candidates, hidden, self._candidate_scores(hidden, lm_scores, actions)
+        return prompts, candidates, hidden, self._candidate_scores(hidden, lm_scores, actions)
 
-    def _act_score(self, messages, texts, prompts, actions, greedy) -> list[ActionSample]:
-        candidates, hidden, scores = self._score_rows(texts, prompts, actions)
+    def _act_score(self, messages, texts, actions, greedy) -> list[ActionSample]:
+        prompts, candidates, hidden, scores = self._score_rows(texts, actions)
         samples = []
         for b, acts in enumerate(actions):
             logpi = torch.log_softmax(scores[b] / self.config.temperature, -1)
