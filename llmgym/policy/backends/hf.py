@@ -37,6 +37,20 @@ from llmgym.policy.backends.trunk import (
     left_pad,
 )
 
+#: Bumped whenever any module in this process registers a submodule or a parameter (torch's
+#: global registration hooks: ``module.x = ...``, ``add_module``, ``register_parameter``, as
+#: peft does when it adds an adapter): a backend's list of its model's parameters and adapter
+#: layers (:meth:`TransformersBackend.weights_key`) is reused until it changes.
+_REGISTRATIONS = [0]
+
+
+def _registered(*_args: Any) -> None:
+    _REGISTRATIONS[0] += 1
+
+
+torch.nn.modules.module.register_module_module_registration_hook(_registered)
+torch.nn.modules.module.register_module_parameter_registration_hook(_registered)
+
 STATS = (
     "prompt_tokens",
     "cached_tokens",
@@ -60,6 +74,8 @@ class TransformersBackend:
         self._prefix_kv: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._prefix_key: tuple[Any, ...] | None = None
         self._seen_key: tuple[Any, ...] | None = None
+        #: (model, registrations count, its parameters, its adapter layers) of the last walk.
+        self._walk: tuple[Any, int, list[Any], list[Any]] | None = None
         #: The frozen-trunk fast path (used where it applies, see ``trunk.py``).
         self.trunk = FrozenTrunk(self)
         #: Prompt tokens run through the model, prompt tokens served from the prefix cache,
@@ -225,6 +241,10 @@ class TransformersBackend:
     def sync_weights(self) -> None:
         """The model is the policy's own: only the cached prefix (computed under the old
         weights) is dropped."""
+        self._drop_prefix()
+        self._walk = None  # the model's parameters and adapter layers are listed anew
+
+    def _drop_prefix(self) -> None:
         self._prefix_ids, self._prefix_kv, self._prefix_key = [], [], None
         self._seen_key = None
 
@@ -246,7 +266,7 @@ class TransformersBackend:
         ``on_new_weights`` called."""
         key = self.weights_key()
         if key != self._seen_key:
-            self.sync_weights()
+            self._drop_prefix()
             self._seen_key = key
             if self.on_new_weights is not None:
                 self.on_new_weights()
@@ -255,12 +275,19 @@ class TransformersBackend:
     # ---- the prefix cache and the forward passes -------------------------------------------
 
     def weights_key(self) -> tuple[Any, ...]:
-        """Changes whenever a parameter is modified in place or adapters are toggled."""
-        versions = sum(p._version for p in self.model.parameters())
+        """Changes whenever a parameter is modified in place (an optimizer step, a checkpoint
+        loaded, an average swapped in), adapters are toggled or switched, or the train/eval
+        mode changes. The model's parameters and adapter layers are listed by one walk over
+        its modules, kept until a module or parameter is registered anywhere (an adapter added,
+        a weight replaced: :data:`_REGISTRATIONS`), ``sync_weights`` or another model: the
+        key then costs a sum over the parameters' version counters, not a walk (issue 51)."""
+        walk = self._walk
+        if walk is None or walk[0] is not self.model or walk[1] != _REGISTRATIONS[0]:
+            walk = self._walk = (self.model, _REGISTRATIONS[0], *_walk_weights(self.model))
+        _, _, params, layers = walk
+        versions = sum(p._version for p in params)
         adapters = tuple(
-            (m.disable_adapters, tuple(getattr(m, "active_adapters", ())))
-            for m in self.model.modules()
-            if hasattr(m, "disable_adapters") and not callable(m.disable_adapters)
+            (m.disable_adapters, tuple(getattr(m, "active_adapters", ()))) for m in layers
         )
         return versions, adapters, self.model.training
 
@@ -371,6 +398,24 @@ class TransformersBackend:
         return out
 
 
+def _walk_weights(model: Any) -> tuple[list[Any], list[Any]]:
+    """(every parameter of ``model``, its modules with an adapter switch: peft's layers)."""
+    layers = [
+        m
+        for m in model.modules()
+        if hasattr(m, "disable_adapters") and not callable(m.disable_adapters)
+    ]
+    return list(model.parameters()), layers
+
+
+def weights_key_walked(model: Any) -> tuple[Any, ...]:
+    """:meth:`TransformersBackend.weights_key` by a fresh walk over ``model`` (what the kept
+    walk must always equal; the tests compare the two)."""
+    params, layers = _walk_weights(model)
+    adapters = tuple((m.disable_adapters, tuple(getattr(m, "active_adapters", ()))) for m in layers)
+    return sum(p._version for p in params), adapters, model.training
+
+
 class _DeepEnough(Exception):
     """Stops a forward pass once ``hidden_states`` has what it asked for."""
 
@@ -388,4 +433,10 @@ def stop_before(depth: int, layers: Sequence[int]) -> int | None:
     return None if depth in wanted else max(wanted)
 
 
-__all__ = ["TransformersBackend", "decoder_layers", "left_pad", "stop_before"]
+__all__ = [
+    "TransformersBackend",
+    "decoder_layers",
+    "left_pad",
+    "stop_before",
+    "weights_key_walked",
+]
