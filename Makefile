@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --quiet --disable-pip-version-check
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast test-heavy test-fuzz test-distributed test-gpu gpu-carry test-vllm test-vllm-inprocess demo docs lint clean
+.PHONY: install test test-fast test-heavy test-docs-commands test-fuzz test-distributed test-gpu gpu-carry test-vllm test-vllm-inprocess demo docs lint clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,12 @@ test-fast: $(STAMP)
 # Minutes-long integration tests (TRL's environment_factory GRPO on the tiny model, ~6 min).
 test-heavy: $(STAMP)
 	$(PY) -m pytest -m heavy
+
+# Every llmgym command of the README and docs, its budget cut (the tiny model, a few episodes or
+# env steps), each in its own process (tests/test_docs_commands.py, marker docs_commands); prints
+# the seconds of each and the commands not run here (GPU, vLLM, several processes) with the reason.
+test-docs-commands: $(STAMP)
+	$(PY) -m pytest -m docs_commands -s -p no:cacheprovider tests/test_docs_commands.py
 
 # Training in two processes: tests/rl/test_distributed.py (the tiny model), then the command of
 # docs/training.md ("Several processes") on the embedded model with --steps 64 added, in a

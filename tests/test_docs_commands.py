@@ -27,7 +27,15 @@ Beyond the static checks, ``RUNS`` picks the first complete doc command of each 
 it on the tiny random model with a tiny budget (``plot`` on each training run), and the python
 blocks in ``EXECUTED`` run in a subprocess (the others, in ``NOT_EXECUTED`` with the reason, are
 compiled and their imports resolved). Both tables are checked against the docs, so a block or
-command they name that disappears or a python block that neither names fails. ``XFAIL`` lists
+command they name that disappears or a python block that neither names fails.
+
+``make test-docs-commands`` (marker ``docs_commands``; not in ``make test``, where it is one
+skipped case) runs every complete ``llmgym`` command of the docs: ``cut`` rewrites each into its
+small form (the tiny model, 16 env steps, 2 episodes, a server that stops after 3 s...) or gives
+the reason it cannot run on this CPU (torchrun, accelerate, vLLM, CUDA, Ray); a page's commands
+run in order in one folder, each distinct one once, in its own process; the seconds of each and
+the list not run are printed (``-s``) and written to ``docs-commands.txt`` in pytest's base temp
+folder. ``XFAIL_RUNS`` names the runs that fail for causes not the docs'. ``XFAIL`` lists
 the known failures that are not the docs' to fix (strict: a fix makes the row fail until it is
 deleted).
 """
@@ -740,12 +748,30 @@ def _agent_kinds(options: list[tuple[str, str | None]]) -> set[str]:
 def _reads_layers(options) -> bool:
     """Whether a train command sets hidden-state indices (``head_layers``), itself or through
     a recipe bound to SmolLM2-135M's depth."""
-    from llmgym import recipes
-
     if any(v.startswith("head_layers=") for v in option_values(options, "--set")):
         return True
     named = [r for r in option_values(options, "--recipe") if r != "none"]
-    return any(recipes.get(name).bound_to_model for name in named)
+    return any(_recipe(name).bound_to_model for name in named)
+
+
+def _recipe(name: str) -> Any:
+    """A recipe by name or file; a file the docs have the reader write is read from its block."""
+    import tempfile
+
+    from llmgym import recipes
+
+    if name not in READER_FILES:
+        return recipes.get(name)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / name
+        path.write_text(reader_file(name))
+        return recipes.get(str(path))
+
+
+def reader_file(name: str) -> str:
+    """The text of a file the docs have the reader write (``READER_FILES``): its doc block."""
+    page, lang = READER_FILES[name]
+    return next(b.text for d in docs() if d.path == page for b in d.blocks if b.lang == lang) + "\n"
 
 
 NO_LLM = {"random", "optimal"}
@@ -845,6 +871,378 @@ def tiny_args(args: list[str], tmp: Path) -> tuple[list[str], Run]:
         if value is not None and name in has:
             out += [name, value.format(tmp=tmp)]
     return out + run.extra(options) + list(run.flags), run
+
+
+# ---------------------------------------------------------------------------------------------
+# Every doc command, its budget cut (make test-docs-commands, marker docs_commands)
+#
+# ``RUNS`` above runs one command of each kind in ``make test``. Here every complete ``llmgym``
+# command of the docs runs: ``cut`` rewrites it into its small form (the tiny random model, a few
+# episodes or env steps) or says why it cannot run on this CPU. The commands of one page run in
+# order in one folder (a ``plot``, ``eval`` or ``export`` reads the run made above it), each in
+# its own process, each distinct cut command once.
+
+CUT_BUDGET_S = 60  # what a cut command should take on 2 CPU cores (reported, never asserted)
+HANG_S = 600  # a subprocess past this is killed: a hang, not a slow command
+TINY_AGENT = "llm:tiny"
+# train: the budget options replaced (value None: dropped).
+TRAIN_CUT: dict[str, str | None] = {
+    "--model": "tiny",
+    "--steps": "16",
+    "--episodes": "0",
+    "--episodes-per-update": "4",
+    "--num-envs": "4",
+    "--eval-every": "0",
+    "--eval-episodes": "2",
+    "--final-eval-episodes": "2",
+    "--threads": "1",
+    "--device": "cpu",
+}
+EPISODES_CUT = "2"  # eval and bench episodes
+SB3_TIMESTEPS = "256"  # baselines train (one rollout of the recipe)
+PLAY_STDIN = "1\n" * 30  # answers to `llmgym play` (then end of input)
+# Files a command reads that the reader writes: made from a block of the docs.
+READER_FILES = {"my-recipe.toml": ("docs/recipes.md", "toml")}
+# Why a command cannot run here: (test on the launcher and llmgym arguments, reason).
+NOT_ON_THIS_CPU: list[tuple[Callable[[list[str], list[tuple[str, str | None]]], bool], str]] = [
+    (
+        lambda argv, options: argv[0] == "torchrun",
+        "several processes (make test-distributed runs the torchrun command)",
+    ),
+    (lambda argv, options: argv[0] == "accelerate", "accelerate launch on several GPUs"),
+    (
+        lambda argv, options: any(
+            v.startswith("vllm") for v in option_values(options, "--backend")
+        ),
+        "acts through vLLM (make test-vllm)",
+    ),
+    (
+        lambda argv, options: any(v.startswith("cuda") for v in option_values(options, "--device")),
+        "needs a CUDA GPU (make test-gpu)",
+    ),
+    (lambda argv, options: any(n == "--ray" for n, _ in options), "a Ray cluster"),
+]
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A doc command in its small form: ``args`` (after ``llmgym``) to run, or None and
+    ``why`` it is not run; ``note`` says what else differs (the embedded model)."""
+
+    cmd: Command
+    args: tuple[str, ...] | None
+    why: str = ""
+    note: str = ""
+    stdin: str | None = None
+    serve: bool = False
+
+
+def _committed(path: str) -> bool:
+    return bool(path) and not Path(path).is_absolute() and (ROOT / path).exists()
+
+
+def cut_agent(name: str, keep_committed: bool) -> tuple[str, str]:
+    """(the agent on the tiny model, a note): ``llm:MODEL`` -> ``llm:tiny``; a run a doc
+    command made (``llm:smollm2-135m@runs/bj/policy``) -> ``llm:tiny@runs/bj/policy``. A
+    committed policy of the embedded model (the tiny model cannot read its head) keeps its
+    model, its path made absolute, with ``keep_committed``; else it becomes ``llm:tiny``.
+    Non-LLM agents stay."""
+    kind, _, rest = name.partition(":")
+    if kind != "llm":
+        return name, ""
+    spec, comma, options = rest.partition(",")
+    _model, at, run = spec.partition("@")
+    if at and _committed(run):
+        if keep_committed:
+            return f"llm:{spec.replace(run, str(ROOT / run))}{comma}{options}", EMBEDDED
+        return f"{TINY_AGENT}{comma}{options}", TINY_FOR_COMMITTED
+    return f"{TINY_AGENT}{at}{run}{comma}{options}", ""
+
+
+EMBEDDED_STEPS = 3  # a committed policy's eval: one episode of at most this many steps
+EMBEDDED = f"a committed policy: on the embedded model, 1 episode of <= {EMBEDDED_STEPS} steps"
+TINY_FOR_COMMITTED = "a committed policy as llm:tiny (bench scores an LLM exactly: minutes)"
+
+
+def _replace(
+    args: list[str], options: list[tuple[str, str | None]], new: dict[str, str | None]
+) -> list[str]:
+    """``args`` (subcommand and positionals first) with ``new``'s options replaced or added."""
+    out = list(args)
+    for name, value in options:
+        if name not in new:
+            out += [name] if value is None else [name, value]
+    return out + [x for n, v in new.items() if v is not None for x in (n, v)]
+
+
+def _local_output(value: str) -> str:
+    """An absolute output path outside the repository (``/tmp/fl``) -> a folder in the run's."""
+    return value.strip("/").replace("/", "-") if value.startswith("/") else value
+
+
+def cut(cmd: Command) -> Cut:
+    kind, args = recognise(list(cmd.argv))
+    if kind != "llmgym":
+        detail = {
+            "script": "a script of benchmarks/ or experiments/ (minutes to hours)",
+            "make": "a make target",
+            "python -m": "a python module",
+        }.get(kind or "", SKIPPED.get(skipped(list(cmd.argv)) or "", "unknown"))
+        return Cut(cmd, None, f"not an llmgym command: {detail}")
+    if any(is_placeholder(a) for a in args):
+        return Cut(cmd, None, "a template (placeholders such as ENV, DIR or ...)")
+    try:
+        path, command, rest = resolve(list(args))
+        parse(path, command, rest)
+    except (AssertionError, CLICK_ERROR):
+        return Cut(cmd, None, "a fragment in prose, not a whole command")
+    positionals, options, _ = split_options(command, rest)
+    for test, reason in NOT_ON_THIS_CPU:
+        if test(list(cmd.argv), options):
+            return Cut(cmd, None, reason)
+    head = [*path, *positionals]
+    sub = " ".join(path)
+    outputs = {n: _local_output(v) for n, v in options if n in OUTPUT_OPTIONS and v}
+    note = ""
+    if "--help" in rest:
+        return Cut(cmd, tuple(args))
+    if sub == "train":
+        new = {**TRAIN_CUT, **outputs}
+        if any(n == "--resume" for n, _ in options):
+            new["--steps"] = "32"  # 16 more than the run it resumes
+        out = _replace(head, options, new)
+        # A warm start from a few expert demos; hidden-state indices of SmolLM2's 30 layers
+        # (a recipe's or a --set's) as the tiny model's last.
+        if option_values(options, "--sft") not in ([], ["none"]):
+            out += ["--set", "sft.episodes=8", "--set", "sft.epochs=1"]
+        if _reads_layers(options):
+            out += ["--set", "head_layers=[-1]"]
+        return Cut(cmd, (*out, "--no-progress"))
+    if sub in {"eval", "bench"}:
+        from llmgym.agents.registry import split_agent_names
+
+        agents, notes = [], []
+        for name in option_values(options, "--agent" if sub == "eval" else "--agents"):
+            for one in split_agent_names(name):
+                agent, why = cut_agent(one, keep_committed=sub == "eval")
+                agents.append(agent)
+                notes += [why] if why and why not in notes else []
+        note = "; ".join(notes)
+        new: dict[str, str | None] = {**outputs, "--ray": None}
+        if sub == "eval":
+            new["--agent"] = agents[-1] if agents else TINY_AGENT  # the default agent is an LLM
+            exact = any(n == "--exact" for n, v in options)
+            if exact and EMBEDDED in notes:  # the embedded model over every state: minutes
+                new["--exact"] = None
+                exact = False
+            episodes = "1" if EMBEDDED in notes else EPISODES_CUT
+            if not exact:
+                new["--episodes"] = episodes
+            new["--num-envs"] = episodes
+            out = _replace(head, options, new) + ["--no-progress"]
+            kwargs = option_values(options, "--env-kwarg")
+            if EMBEDDED in notes and not any(k.startswith("max_episode_steps=") for k in kwargs):
+                out += ["--env-kwarg", f"max_episode_steps={EMBEDDED_STEPS}"]  # CartPole: 500
+        else:
+            if agents:
+                new["--agents"] = ",".join(agents)
+            new["--episodes"] = EPISODES_CUT
+            new["--fresh"] = None  # a page's benches share its folder (the default runs/bench)
+            out = _replace(head, options, new) + ["--fresh"]
+        return Cut(cmd, tuple(out), note=note)
+    if sub == "baselines train":
+        return Cut(cmd, tuple(_replace(head, options, {"--timesteps": SB3_TIMESTEPS})))
+    if sub == "serve":
+        new = {"--port": "0", "--stop-after": "3"}
+        return Cut(cmd, tuple(_replace(head, options, new)), serve=True)
+    if sub == "play":
+        return Cut(cmd, tuple(_replace(head, options, {})), stdin=PLAY_STDIN)
+    if sub in {"envs", "recipes", "plot", "export"}:
+        return Cut(cmd, tuple(_replace(head, options, outputs)))
+    return Cut(cmd, None, f"no cut form for llmgym {sub}: add one to cut()")
+
+
+def _ordered_commands() -> list[Command]:
+    return sorted(commands(), key=lambda c: (c.path != "README.md", c.path, c.line, c.id))
+
+
+@functools.cache
+def cuts() -> tuple[list[tuple[Cut, str]], list[Cut]]:
+    """([(a cut command to run, the id of an earlier identical one, else '')], [not run])."""
+    runs: list[tuple[Cut, str]] = []
+    not_run: list[Cut] = []
+    first: dict[tuple, str] = {}
+    for cmd in _ordered_commands():
+        c = cut(cmd)
+        if c.args is None:
+            not_run.append(c)
+            continue
+        key = (c.args, c.stdin, cmd.path if reads_page(c) else "")
+        runs.append((c, first.get(key, "")))
+        first.setdefault(key, cmd.id)
+    return runs, not_run
+
+
+def reads_page(c: Cut) -> bool:
+    """Whether a cut command reads what an earlier command of its page wrote (a run to plot,
+    export, resume or evaluate): then an identical command on another page is not the same."""
+    args = list(c.args or ())
+    local_agent = any("@" in a and not a.partition("@")[2].startswith("/") for a in args)
+    return args[:1] in (["plot"], ["export"]) or "--resume" in args or local_agent
+
+
+def _resumes_nothing(c: Cut, made: set[str]) -> bool:
+    args = list(c.args or ())
+    if "--resume" not in args or "--output" not in args:
+        return False
+    return args[args.index("--output") + 1] not in made
+
+
+def docs_command_selected(config: Any) -> bool:
+    expr = config.getoption("markexpr", "") or ""
+    return "docs_commands" in expr and "not docs_commands" not in expr
+
+
+def pytest_generate_tests(metafunc):
+    """The whole-doc run is parametrized only when selected (``-m docs_commands``); otherwise
+    it is one skipped case, so ``make test`` lists no hundred skips."""
+    if "doc_cut" not in metafunc.fixturenames:
+        return
+    if not docs_command_selected(metafunc.config):
+        reason = "every doc command: pytest -m docs_commands (make test-docs-commands)"
+        metafunc.parametrize("doc_cut", [pytest.param(None, marks=pytest.mark.skip(reason=reason))])
+        return
+    runs, _ = cuts()
+    params = []
+    for c, same in runs:
+        why = XFAIL_RUNS.get(c.cmd.id) if not same else None
+        marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+        params.append(pytest.param((c, same), marks=marks, id=c.cmd.id))
+    metafunc.parametrize("doc_cut", params)
+
+
+# Doc commands that fail when run, for a cause that is not the docs' (strict: a fix makes the
+# row fail until it is deleted), by command id.
+XFAIL_RUNS: dict[str, str] = {
+    "docs/language_envs.md:19 inline": (
+        "the random agent on Text-Arithmetic-v0 (a Text action space) exits 2 with 'could not "
+        "convert string to float': llmgym/baselines/base.py format_action takes its sampled "
+        "text for numbers"
+    ),
+}
+
+
+DOC_RUNS: dict[str, tuple[str, float | None, str]] = {}  # id -> (status, seconds, cut command)
+
+
+@pytest.fixture(scope="module")
+def page_dirs(tmp_path_factory) -> Callable[[str], Path]:
+    """One folder per page (its commands read what its earlier ones wrote), and one baseline
+    cache (``LLMGYM_CACHE``) for the session."""
+    made: dict[str, Path] = {}
+
+    def folder(page: str) -> Path:
+        if page not in made:
+            made[page] = tmp_path_factory.mktemp(re.sub(r"\W+", "-", page))
+            for name in READER_FILES:
+                (made[page] / name).write_text(reader_file(name))
+        return made[page]
+
+    return folder
+
+
+@pytest.mark.docs_commands
+def test_doc_command_runs_cut(doc_cut, page_dirs, tmp_path_factory):
+    import time
+
+    c, same = doc_cut
+    shown = "llmgym " + shlex.join(c.args)
+    if same:
+        DOC_RUNS[c.cmd.id] = (f"same as {same}", None, shown)
+        return
+    cwd = page_dirs(c.cmd.path)
+    made = {p.relative_to(cwd).as_posix() for p in cwd.rglob("*") if p.is_dir()}
+    if _resumes_nothing(c, made):
+        DOC_RUNS[c.cmd.id] = ("skipped: resumes a run no command above it makes", None, shown)
+        pytest.skip("resumes a run no command above it on the page makes")
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "COLUMNS": "200",
+        "LLMGYM_CACHE": str(tmp_path_factory.getbasetemp() / "baselines-cache"),
+    }
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "llmgym", *c.args],
+        cwd=cwd,
+        env=env,
+        input=c.stdin,
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+    )
+    took = time.monotonic() - start
+    status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
+    DOC_RUNS[c.cmd.id] = (status + (f" ({c.note})" if c.note else ""), took, shown)
+    print(f"\n{took:6.1f} s  {c.cmd.id}: {shown}", end="")
+    assert proc.returncode == 0, f"{c.cmd.id}: {shown}\n{(proc.stdout + proc.stderr)[-3000:]}"
+    if c.serve:
+        assert "http://" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+STATIC_ONLY = ("not an llmgym command", "a template", "a fragment")  # counted, not listed
+
+
+def skipped_table(full: bool = False) -> str:
+    """The doc commands not run: each llmgym command with its reason; templates, prose
+    fragments and other programs (scripts, make, pip: checked statically) counted, or listed
+    too with ``full``."""
+    _, not_run = cuts()
+
+    def row(c: Cut) -> str:
+        return f"  {c.cmd.id}: {c.why}: {' '.join(c.cmd.text.split())[:110]}"
+
+    llmgym = [c for c in not_run if not c.why.startswith(STATIC_ONLY)]
+    lines = [f"{len(llmgym)} llmgym commands of the docs not run here:", *map(row, llmgym)]
+    for kind in STATIC_ONLY:
+        these = [c for c in not_run if c.why.startswith(kind)]
+        lines.append(f"{len(these)} more: {kind} (checked statically)" + (":" if full else ""))
+        lines += list(map(row, these)) if full else []
+    return "\n".join(lines)
+
+
+def test_every_llmgym_command_is_cut_or_skipped_with_a_reason():
+    """Static: each complete llmgym command of the docs has a cut form or a reason; the list of
+    those not run is printed (pytest -s)."""
+    runs, not_run = cuts()
+    assert runs, "no doc command to run"
+    assert all(c.why for c in not_run)
+    unknown = [c.cmd.id for c in not_run if c.why.startswith("no cut form")]
+    assert not unknown, f"llmgym commands with no cut form: {unknown}"
+    print("\n" + skipped_table())
+
+
+@pytest.mark.docs_commands
+def test_doc_commands_report(tmp_path_factory, request):
+    """After the runs: the table of every cut command (seconds, status) and the skipped list,
+    printed (pytest -s) and written to docs-commands.txt in pytest's base temp folder."""
+    if not docs_command_selected(request.config):
+        pytest.skip("runs with -m docs_commands")
+    runs, _ = cuts()
+    lines = [f"{len(runs)} doc commands run, cut (budget {CUT_BUDGET_S} s each):"]
+    total = 0.0
+    for c, _ in runs:
+        status, took, shown = DOC_RUNS.get(c.cmd.id, ("not run", None, ""))
+        total += took or 0.0
+        over = "  OVER BUDGET" if took is not None and took > CUT_BUDGET_S else ""
+        seconds = "     -" if took is None else f"{took:6.1f}"
+        lines.append(f"{seconds} s  {c.cmd.id}: {status}{over}: {shown}")
+    lines.append(f"total {total:.0f} s")
+    text = "\n".join(lines) + "\n\n" + skipped_table()
+    report = tmp_path_factory.getbasetemp() / "docs-commands.txt"
+    report.write_text(text + "\n\nIn full:\n" + skipped_table(full=True) + "\n")
+    print(f"\n{text}\n(written with every command not run to {report})")
 
 
 # ---------------------------------------------------------------------------------------------
