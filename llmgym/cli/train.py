@@ -32,6 +32,7 @@ from llmgym.cli.checks import (
 from llmgym.errors import ConfigError, LLMGymError, TrainingError
 from llmgym.rl.algorithms import ALGORITHMS, summary_help
 from llmgym.rl.config import TrainConfig, default_value, field_doc
+from llmgym.rl.sections import count_or_auto
 from llmgym.rollout import check_count
 
 console = Console(highlight=False)
@@ -158,6 +159,8 @@ def train_request(ctx: typer.Context) -> Any:
             f"No SFT demo file at {p['sft']!r}; pass --sft auto, --sft none or a JSONL path."
         )
     given = {key: p[name] for name, key in CONFIG_OPTIONS.items() if _given(ctx, name)}
+    if "run.num_envs" in given:  # a number or auto, as the config holds it ("4" -> 4)
+        given["run.num_envs"] = count_or_auto(given["run.num_envs"])
     given["run.progress"] = not p["no_progress"]
     if p["no_start_eval"]:
         given["eval.start"] = False
