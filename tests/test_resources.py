@@ -112,3 +112,18 @@ def test_the_plan_refuses_what_does_not_fit(monkeypatch):
         plan_run(request)
     monkeypatch.setattr(resources, "available_memory", lambda: 10**10)
     assert plan_run(request).config.policy.model == "tiny"
+
+
+def test_a_trainer_built_from_python_checks_the_memory_before_its_model_loads(monkeypatch):
+    """``Trainer(config)`` and ``make_trainer`` (no CLI plan) refuse what cannot fit in one
+    sentence, as ``llmgym train`` does, before loading anything."""
+    pytest.importorskip("peft")
+    from llmgym.rl import make_trainer, trainer
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the model loaded before the memory check")
+
+    monkeypatch.setattr(resources, "available_memory", lambda: 10**6)  # 1 MB
+    monkeypatch.setattr(trainer, "load_model_for", no_loading)
+    with pytest.raises(ConfigError, match="memory"):
+        make_trainer("ppo", model="tiny", output_dir="unused")

@@ -80,10 +80,12 @@ class Trainer:
 
         self.torch = torch
         config.validate()  # before the model loads
-        if "auto" in (config.run.num_envs, config.optim.micro_batch_size):
-            from llmgym.rl.plan import size_auto  # (llmgym train resolves them in its plan)
+        from llmgym.rl.plan import check_machine, size_auto  # (llmgym train runs them in its plan)
 
+        if "auto" in (config.run.num_envs, config.optim.micro_batch_size):
             print(size_auto(config), flush=True)
+        if model is None:  # the model it loads fits this machine, or a sentence says why not
+            check_machine(config)
         self.config = config
         self.algo: str = getattr(config, "algo", "")
         entry = algorithm(self.algo)
