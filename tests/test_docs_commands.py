@@ -1123,13 +1123,7 @@ def pytest_generate_tests(metafunc):
 
 # Doc commands that fail when run, for a cause that is not the docs' (strict: a fix makes the
 # row fail until it is deleted), by command id.
-XFAIL_RUNS: dict[str, str] = {
-    "docs/language_envs.md:19 inline": (
-        "the random agent on Text-Arithmetic-v0 (a Text action space) exits 2 with 'could not "
-        "convert string to float': llmgym/baselines/base.py format_action takes its sampled "
-        "text for numbers"
-    ),
-}
+XFAIL_RUNS: dict[str, str] = {}
 
 
 DOC_RUNS: dict[str, tuple[str, float | None, str]] = {}  # id -> (status, seconds, cut command)

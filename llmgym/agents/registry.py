@@ -61,6 +61,7 @@ def check_agent_name(name: str) -> None:
 
 def parse_llm_name(argument: str, name: str = "", **config: Any) -> tuple[str, str, Any]:
     """``MODEL[@RUN][,key=value...]`` (the part after ``llm:``) as (model, run, PolicyConfig);
+    a ``llmgym train`` run or policy directory alone stands for ``BASE_MODEL@DIR``;
     the options after commas override ``config``. Raises ``AgentError`` in one sentence for an
     option that is not ``key=value``, not a ``PolicyConfig`` field or not a value it takes, an
     empty model or run, or a run path that does not exist (loads nothing).
@@ -69,6 +70,8 @@ def parse_llm_name(argument: str, name: str = "", **config: Any) -> tuple[str, s
         >>> model, run, config = parse_llm_name("smollm2-135m,mode=generate,temperature=0.7")
         >>> model, run, config.mode, config.temperature
         ('smollm2-135m', '', 'generate', 0.7)
+        >>> parse_llm_name("benchmarks/weights/rl/blackjack-lm-gen-s0")[:2]  # a trained policy
+        ('smollm2-135m', 'benchmarks/weights/rl/blackjack-lm-gen-s0')
     """
     from llmgym.policy import PolicyConfig
     from llmgym.policy.models import DEFAULT_MODEL
@@ -90,6 +93,8 @@ def parse_llm_name(argument: str, name: str = "", **config: Any) -> tuple[str, s
     if pairs and unknown:
         raise AgentError(f"Unknown LLM option {unknown[0]!r}; use PolicyConfig's fields.")
     model, at, run = model_ref.strip().partition("@")
+    if not at and (base := trained_base_model(model)):  # llm:RUN_DIR means llm:BASE@RUN_DIR
+        model, run = base, model
     if at and not run.strip():
         raise AgentError(
             f"Agent {name!r} names no run after '@'; pass llm:MODEL@RUN_DIR, or drop the '@' "
@@ -109,6 +114,30 @@ def parse_llm_name(argument: str, name: str = "", **config: Any) -> tuple[str, s
     except ValueError as error:  # ConfigValueError: a value the field does not take
         raise AgentError(str(error)) from None
     return model, run, policy_config
+
+
+def trained_base_model(path: str) -> str | None:
+    """The base model a ``llmgym train`` run or policy directory was trained from (its
+    ``config.json`` or ``run.json``), or None when ``path`` is no such directory.
+
+    Example:
+        >>> trained_base_model("benchmarks/weights/rl/blackjack-lm-gen-s0")
+        'smollm2-135m'
+        >>> trained_base_model("smollm2-135m") is None
+        True
+    """
+    folder = Path(path).expanduser()
+    for name, keys in (("config.json", ()), ("run.json", ("config",))):
+        try:
+            config = json.loads((folder / name).read_text())
+            for key in keys:
+                config = config[key]
+            model = config["policy"]["model"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if isinstance(model, str) and model:
+            return model
+    return None
 
 
 def split_agent_names(text: str) -> list[str]:

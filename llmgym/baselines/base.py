@@ -54,7 +54,11 @@ def format_action(action: Any, names: Sequence[str] | None, start: int = 0) -> s
     Example:
         >>> format_action(1, ["LEFT", "RIGHT"]), format_action(np.array([0.5]), None)
         ('{"action": "RIGHT"}', '{"action": [0.5]}')
+        >>> format_action("42", None)  # a free-text env (a Text action space): the text itself
+        '42'
     """
+    if isinstance(action, str):
+        return action
     if names:
         return json.dumps({"action": names[int(action) - start]})
     values = np.asarray(action, dtype=float).ravel()

@@ -95,6 +95,18 @@ def test_random_agent_is_seeded():
     assert [a.act(0) for _ in range(20)] == [b.act(0) for _ in range(20)]
 
 
+def test_random_agent_answers_a_free_text_env_with_its_sampled_text():
+    """On a Text action space (math) the random agent's answer is the text it drew, which the
+    env parses as any answer (it was read as numbers: `bench --suite language` exited 2)."""
+    env = gym.make("Text-Arithmetic-v0")
+    agent = make_baseline("random", "Text-Arithmetic-v0", seed=0)
+    obs, info = env.reset(seed=0)
+    answer = agent.act_text(obs, info)
+    assert isinstance(answer, str) and not answer.startswith('{"action"')
+    _, reward, terminated, truncated, _ = env.step(answer)
+    assert reward in (0.0, 1.0) and (terminated or truncated)
+
+
 def test_random_agent_seeded_per_episode_is_not_the_envs_stream():
     """Seeded by the episode seed, the agent must not draw the numbers the env draws with it:
     that made random Blackjack worth -0.33 (the uniform random policy is worth -0.40)."""
