@@ -21,6 +21,8 @@ The blocks (NAME: what it shows, from which records):
                          train_throughput_layer8.json)
     transfer             committed policies on held-out text variants, no training
                          (transfer.json, as benchmarks/transfer.py prints it)
+    maps-sb3             SB3 PPO given the map, trained on FrozenLake's train maps, on the
+                         held-out maps (maps_sb3.json, as benchmarks/maps_sb3.py prints it)
 
 Figures that prose repeats from the headline come from here too, as inline fields
 ``<!-- r:FIELD:RECIPE -->TEXT<!-- /r -->`` (on one line; TEXT is rewritten, the comments do not
@@ -285,6 +287,20 @@ def transfer() -> str:
     )
 
 
+def maps_sb3() -> str:
+    path = Path(__file__).with_name("maps_sb3.py")
+    spec = importlib.util.spec_from_file_location("maps_sb3", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    data = json.loads((RESULTS / "maps_sb3.json").read_text())
+    settings = ", ".join(f"{k} {v}" for k, v in data["ppo_kwargs"].items())
+    return (
+        f"Made by `python benchmarks/maps_sb3.py` (`benchmarks/results/maps_sb3.json`; the "
+        f"last command: `{data['command']}`) on {data['machine']}; SB3 PPO: {settings}, the "
+        "rest SB3's defaults.\n\n" + module.table(data)
+    )
+
+
 # --------------------------------------------------------------------------- inline fields
 FIELD = re.compile(r"<!-- r:(?P<key>[\w:.-]+) -->(?P<text>[^\n]*?)<!-- /r -->")
 
@@ -345,6 +361,7 @@ MAKERS: dict[str, Callable[[], str]] = {
     "acting-throughput": acting_throughput,
     "training-throughput": training_throughput,
     "transfer": transfer,
+    "maps-sb3": maps_sb3,
 }
 
 

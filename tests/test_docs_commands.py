@@ -1008,6 +1008,11 @@ def cut(cmd: Command) -> Cut:
         return Cut(cmd, tuple(args))
     if sub == "train":
         new = {**TRAIN_CUT, **outputs}
+        recipe = option_values(options, "--recipe")
+        if recipe and recipe[-1].endswith(".toml") and _committed(recipe[-1]):
+            new["--recipe"] = str(
+                ROOT / recipe[-1]
+            )  # a committed recipe file, from the page's folder
         if any(n == "--resume" for n, _ in options):
             new["--steps"] = "32"  # 16 more than the run it resumes
         out = _replace(head, options, new)
