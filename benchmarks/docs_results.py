@@ -37,6 +37,9 @@ headline's recipes; FIELD is one of (values as the table prints them):
     control-sN           seed N's final value in the control
     control-reached      on how many of those the goal was reached, "0 of 3"
 
+and the sample-efficiency page's ``se:WHAT:ENV:AGENT`` (``se_field``): the env steps to the
+target of an agent's seeds, as the sample-efficiency table shows them.
+
 The leaderboard has its own script, benchmarks/leaderboard_readme.py.
 """
 
@@ -197,10 +200,35 @@ def _env_label(env_id: str, kwargs: dict) -> str:
     return env_id + (f" ({extra})" if extra else "")
 
 
+class Reach(NamedTuple):
+    """One seed's curve against its env's target: the env steps of the first evaluation at or
+    above it and of the first from which every later one is (None: never), its last value."""
+
+    first: int | None
+    stays: int | None
+    final: float
+    budget: int
+
+
+def reaches(env_id: str, agent: str) -> list[Reach]:
+    """Each seed's :class:`Reach` of ``agent`` on ``env_id`` (sample_efficiency.json)."""
+    data = json.loads((RESULTS / "sample_efficiency.json").read_text())
+    target = data["settings"][env_id]["target"]
+    out = []
+    for c in (c for c in data["curves"] if c["env_id"] == env_id and c["agent"] == agent):
+        steps, values = c["env_steps"], c["values"]
+        hits = [i for i, v in enumerate(values) if v >= target]
+        stay = next((i for i in range(len(values)) if all(v >= target for v in values[i:])), None)
+        first = steps[hits[0]] if hits else None
+        out.append(Reach(first, None if stay is None else steps[stay], values[-1], steps[-1]))
+    return out
+
+
 def sample_efficiency() -> str:
     data = json.loads((RESULTS / "sample_efficiency.json").read_text())
-    curves = data["curves"]
-    agents = sorted({c["agent"] for c in curves}, key=lambda a: (not a.startswith("llm"), a))
+    agents = sorted(
+        {c["agent"] for c in data["curves"]}, key=lambda a: (not a.startswith("llm"), a)
+    )
     header = {
         "llm-ppo": "llm-ppo (head, frozen LM)",
         "sb3-dqn": "sb3-dqn (catalog recipe)",
@@ -213,24 +241,61 @@ def sample_efficiency() -> str:
         "|---|---|" + "---|" * len(agents),
     ]
     for env_id, setting in data["settings"].items():
-        target = setting["target"]
         cells = []
         for agent in agents:
-            parts = []
-            for c in (c for c in curves if c["env_id"] == env_id and c["agent"] == agent):
-                steps, values = c["env_steps"], c["values"]
-                hits = [i for i, v in enumerate(values) if v >= target]
-                if not hits:
-                    parts.append(f">{steps[-1]:,} ({values[-1]:.3g})")
-                    continue
-                stay = next(
-                    (i for i in range(len(values)) if all(v >= target for v in values[i:])), None
-                )
-                parts.append(f"{steps[hits[0]]:,}/{'-' if stay is None else f'{steps[stay]:,}'}")
+            parts = [
+                f">{r.budget:,} ({r.final:.3g})"
+                if r.first is None
+                else f"{r.first:,}/{'-' if r.stays is None else f'{r.stays:,}'}"
+                for r in reaches(env_id, agent)
+            ]
             cells.append(", ".join(parts) or "-")
         label = _env_label(env_id, setting["env_kwargs"])
-        lines.append(f"| {label} | {target:g} | " + " | ".join(cells) + " |")
+        lines.append(f"| {label} | {setting['target']:g} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _span(values: list[int]) -> str:
+    """``1,600-2,400`` (``4,200`` when all are equal; ``-`` when none)."""
+    if not values:
+        return "-"
+    low, high = min(values), max(values)
+    return f"{low:,}" if low == high else f"{low:,}-{high:,}"
+
+
+#: The envs of sample-efficiency fields, by their short name.
+SE_ENVS = {
+    "blackjack": "Text-Blackjack-v1",
+    "frozenlake": "Text-FrozenLake-v1",
+    "cartpole": "Text-CartPole-v1",
+}
+
+
+def se_field(key: str) -> str:
+    """The text of a sample-efficiency field ``se:WHAT:ENV:AGENT``: WHAT is ``first`` or
+    ``stays`` (the span of those seeds' env steps to the target, as the table's
+    ``first/stays``), ``first-mean`` (the mean first, a seed that never reaches it counting
+    its budget) or ``finals`` (every seed's last value).
+
+    Example:
+        >>> [se_field(f"se:{w}:frozenlake:sb3-ppo-tuned") for w in ("first", "first-mean")]
+        ['600-1,800', '1,000']
+    """
+    _, what, env, agent = (key.split(":") + ["", "", ""])[:4]
+    if env not in SE_ENVS:
+        raise SystemExit(f"field {key!r}: no env {env!r}; have {', '.join(SE_ENVS)}")
+    runs = reaches(SE_ENVS[env], agent)
+    if not runs:
+        raise SystemExit(f"field {key!r}: no curves of agent {agent!r} on {env}")
+    if what == "first":
+        return _span([r.first for r in runs if r.first is not None])
+    if what == "stays":
+        return _span([r.stays for r in runs if r.stays is not None])
+    if what == "first-mean":
+        return f"{round(sum(r.budget if r.first is None else r.first for r in runs) / len(runs)):,}"
+    if what == "finals":
+        return ", ".join(f"{r.final:.3g}" for r in runs)
+    raise SystemExit(f"field {key!r}: no field {what!r}; have first, stays, first-mean, finals")
 
 
 def acting_throughput() -> str:
@@ -325,6 +390,8 @@ def field(key: str) -> str:
         ...
         SystemExit: inline field 'finals:nope': no headline recipe 'nope'; have blackjack-ppo, ...
     """
+    if key.startswith("se:"):
+        return se_field(key)
     name, _, recipe = key.partition(":")
     goals = {g.recipe: g for g in GOALS}
     if recipe not in goals:
