@@ -80,7 +80,7 @@ class Trainer:
 
         self.torch = torch
         config.validate()  # before the model loads
-        from llmgym.rl.plan import check_machine, size_auto  # (llmgym train runs them in its plan)
+        from llmgym.rl.machine import check_machine, size_auto  # (llmgym train's plan runs them)
 
         if "auto" in (config.run.num_envs, config.optim.micro_batch_size):
             print(size_auto(config), flush=True)

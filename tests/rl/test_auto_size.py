@@ -1,5 +1,5 @@
 """``--num-envs auto``: the envs and the micro-batch sized by the memory estimator
-(``llmgym.rl.plan.size_auto``), with the memory available patched."""
+(``llmgym.rl.machine.size_auto``), with the memory available patched."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import llmgym.resources as resources
 from llmgym.errors import ConfigError
 from llmgym.policy.models import model_shape
 from llmgym.resources import training_memory
-from llmgym.rl.plan import AUTO_MEMORY_SHARE, TrainRequest, plan_run, run_size
+from llmgym.rl.machine import AUTO_MEMORY_SHARE, run_size
+from llmgym.rl.plan import TrainRequest, plan_run
 
 SMOLLM2 = {"policy.model": "smollm2-135m", "run.episodes_per_update": 4096}
 
