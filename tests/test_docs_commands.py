@@ -952,6 +952,8 @@ def cut_agent(name: str, keep_committed: bool) -> tuple[str, str]:
         return name, ""
     spec, comma, options = rest.partition(",")
     _model, at, run = spec.partition("@")
+    if not at and _committed(_model):  # llm:DIR, a committed policy directory alone
+        at, run = "@", _model
     if at and _committed(run):
         if keep_committed:
             return f"llm:{spec.replace(run, str(ROOT / run))}{comma}{options}", EMBEDDED
