@@ -63,9 +63,10 @@ BLOCK = re.compile(
 )
 
 
-def _rl_table() -> object:
-    path = Path(__file__).with_name("rl_table.py")
-    spec = importlib.util.spec_from_file_location("rl_table", path)
+def _script(name: str) -> object:
+    """The sibling script ``benchmarks/NAME.py`` as a module (its table makers)."""
+    path = Path(__file__).with_name(f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -187,7 +188,7 @@ def headline() -> str:
 
 # --------------------------------------------------------------------------- the other blocks
 def rl_runs() -> str:
-    table = _rl_table()
+    table = _script("rl_table")
     lines = [
         "| env | algo | SFT | training | start -> final (greedy) | evaluation | record |",
         "|---|---|---|---|---|---|---|",
@@ -337,10 +338,7 @@ def training_throughput() -> str:
 
 
 def transfer() -> str:
-    path = Path(__file__).with_name("transfer.py")
-    spec = importlib.util.spec_from_file_location("transfer", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _script("transfer")
     data = json.loads((RESULTS / "transfer.json").read_text())
     done = [c for row in data["policies"].values() for c in row["cells"].values()]
     commit = data.get("commit", "?")
@@ -353,10 +351,7 @@ def transfer() -> str:
 
 
 def maps_sb3() -> str:
-    path = Path(__file__).with_name("maps_sb3.py")
-    spec = importlib.util.spec_from_file_location("maps_sb3", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _script("maps_sb3")
     data = json.loads((RESULTS / "maps_sb3.json").read_text())
     settings = ", ".join(f"{k} {v}" for k, v in data["ppo_kwargs"].items())
     return (

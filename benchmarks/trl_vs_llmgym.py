@@ -483,21 +483,6 @@ def child(side: str, cfg_path: str, out_path: str) -> None:
 # The driver
 
 
-def machine(threads: int) -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"{cpu}, {os.cpu_count()} logical CPUs, {threads} torch thread(s), no GPU, "
-        f"{platform.system()} (shared machine)"
-    )
-
-
 def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -631,6 +616,8 @@ def main() -> None:
         return
     if args.updates < 1 or args.generations < 2 or args.prompts < 1:
         parser.error("--updates >= 1, --generations >= 2 and --prompts >= 1.")
+    from throughput import machine  # the CPU's name and load, as the other benchmarks give them
+
     cfg = shared_config(args)
     results: dict[str, Any] = {
         "what": "issue 51 item 6: TRL's GRPOTrainer with llmgym's rollout_func against "

@@ -774,21 +774,27 @@ def reader_file(name: str) -> str:
     return next(b.text for d in docs() if d.path == page for b in d.blocks if b.lang == lang) + "\n"
 
 
+# train's budget options, replaced (value None: dropped): the first runs and the cut commands.
+TRAIN_CUT: dict[str, str | None] = {
+    "--model": "tiny",
+    "--steps": "16",
+    "--episodes": "0",
+    "--episodes-per-update": "4",
+    "--num-envs": "4",
+    "--eval-every": "0",
+    "--eval-episodes": "2",
+    "--final-eval-episodes": "2",
+    "--threads": "1",
+    "--device": "cpu",
+}
+
+
 NO_LLM = {"random", "optimal"}
 RUNS: dict[str, Run] = {
     "train": Run(
         key=lambda options: ("train", (option_values(options, "--algo") or ["ppo"])[-1]),
         replace={
-            "--model": "tiny",
-            "--steps": "16",
-            "--episodes": "0",
-            "--episodes-per-update": "4",
-            "--num-envs": "4",
-            "--eval-every": "0",
-            "--eval-episodes": "2",
-            "--final-eval-episodes": "2",
-            "--threads": "1",
-            "--device": "cpu",
+            **TRAIN_CUT,
             "--output": "{tmp}/run",
             "--backend": None,
             "--vllm-url": None,
@@ -885,19 +891,6 @@ def tiny_args(args: list[str], tmp: Path) -> tuple[list[str], Run]:
 CUT_BUDGET_S = 60  # what a cut command should take on 2 CPU cores (reported, never asserted)
 HANG_S = 600  # a subprocess past this is killed: a hang, not a slow command
 TINY_AGENT = "llm:tiny"
-# train: the budget options replaced (value None: dropped).
-TRAIN_CUT: dict[str, str | None] = {
-    "--model": "tiny",
-    "--steps": "16",
-    "--episodes": "0",
-    "--episodes-per-update": "4",
-    "--num-envs": "4",
-    "--eval-every": "0",
-    "--eval-episodes": "2",
-    "--final-eval-episodes": "2",
-    "--threads": "1",
-    "--device": "cpu",
-}
 EPISODES_CUT = "2"  # eval and bench episodes
 SB3_TIMESTEPS = "256"  # baselines train (one rollout of the recipe)
 PLAY_STDIN = "1\n" * 30  # answers to `llmgym play` (then end of input)
