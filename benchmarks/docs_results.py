@@ -23,6 +23,9 @@ The blocks (NAME: what it shows, from which records):
                          (transfer.json, as benchmarks/transfer.py prints it)
     maps-sb3             SB3 PPO given the map, trained on FrozenLake's train maps, on the
                          held-out maps (maps_sb3.json, as benchmarks/maps_sb3.py prints it)
+    maps-curve           the text policies' held-out-map curves so far, beside SB3's and the
+                         best map-blind path (maps_curve.json, as benchmarks/maps_curve.py
+                         prints it)
 
 Figures that prose repeats from the headline come from here too, as inline fields
 ``<!-- r:FIELD:RECIPE -->TEXT<!-- /r -->`` (on one line; TEXT is rewritten, the comments do not
@@ -361,6 +364,17 @@ def maps_sb3() -> str:
     )
 
 
+def maps_curve() -> str:
+    module = _script("maps_curve")
+    data = json.loads((RESULTS / "maps_curve.json").read_text())
+    return (
+        "Gathered by `python benchmarks/maps_curve.py --collect RUN_DIR` from each run's "
+        "`metrics.csv` (`benchmarks/results/maps_curve.json`, plotted in "
+        "`benchmarks/results/maps_curve.png`); exact success on the 100 held-out maps at each "
+        "evaluation, by training episodes.\n\n" + module.table(data)
+    )
+
+
 # --------------------------------------------------------------------------- inline fields
 FIELD = re.compile(r"<!-- r:(?P<key>[\w:.-]+) -->(?P<text>[^\n]*?)<!-- /r -->")
 
@@ -424,6 +438,7 @@ MAKERS: dict[str, Callable[[], str]] = {
     "training-throughput": training_throughput,
     "transfer": transfer,
     "maps-sb3": maps_sb3,
+    "maps-curve": maps_curve,
 }
 
 

@@ -294,3 +294,45 @@ def test_maps_sb3_trains_on_train_maps_and_scores_the_held_out_ones(tmp_path):
     assert run["curve"][-1]["heldout"] == run["heldout_success"]
     assert "| 4x4 | 2,048 |" in _run("maps_sb3.py", *args)  # resumed: the table, no new run
     assert len(json.loads(out.read_text())["runs"]) == 1
+
+
+def test_maps_curve_gathers_a_runs_held_out_points_and_plots_them(tmp_path):
+    """benchmarks/maps_curve.py: a run folder's evaluation points (the start one at 0
+    episodes), its progress, the map-blind reference computed exactly, a table and a plot."""
+    pytest.importorskip("matplotlib")
+    from llmgym.rl import config_class
+
+    run = tmp_path / "frozenlake-maps-head-s0"
+    run.mkdir()
+    config = config_class("ppo").build(
+        {"seed": 0, "run.recipe": "frozenlake-maps-head", "run.total_episodes": 10000,
+         "policy.action_head": True, "optim.train_backbone": False}
+    )
+    (run / "run.json").write_text(json.dumps({"config": config.to_dict(), "algo": "ppo"}))
+    rows = [
+        {"iteration": "", "episodes": "", "env_steps": 0, "eval/mean_return": 0.0},
+        {"iteration": 1, "episodes": 40, "env_steps": 900, "eval/mean_return": ""},
+        {"iteration": 2, "episodes": 80, "env_steps": 1500, "eval/mean_return": 0.27},
+    ]
+    with (run / "metrics.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    out, png = tmp_path / "curve.json", tmp_path / "curve.png"
+    table = _run("maps_curve.py", "--collect", str(run), "--output", str(out), "--plot", str(png))
+    entry = json.loads(out.read_text())["runs"]["frozenlake-maps-head-s0"]
+    assert entry["policy"] == "head" and entry["backbone"] == "pretrained"
+    assert (entry["episodes"], entry["updates"], entry["finished"]) == (80, 2, False)
+    assert entry["points"] == [
+        {"episodes": 0, "env_steps": 0, "heldout": 0.0},
+        {"episodes": 80, "env_steps": 1500, "heldout": 0.27},
+    ]
+    blind = json.loads(out.read_text())["map_blind"]
+    assert blind["value"] == pytest.approx(0.33) and sorted(blind["path"]) == list("DDDRRR")
+    assert "| a head on the frozen LM, seed 0 | `frozenlake-maps-head` | 0: 0.00, 80: 0.27 |" in table
+    assert png.read_bytes().startswith(b"\x89PNG")
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "maps_curve.py"), "--collect", str(tmp_path)],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    assert done.returncode == 2 and "not a training run's folder" in done.stdout
