@@ -196,3 +196,17 @@ def test_q_critic_tabular_fits_the_exact_q_values_and_runs_the_loop(tmp_path):
     ]
     assert [(loop["ridge"], len(loop["curves"][0])) for loop in record["loops"]] == [(1, 1), (0, 1)]
     assert all(-1.0 <= v <= 1.0 for loop in record["loops"] for v in loop["curves"][0])
+
+
+def test_exact_eval_dtype_evaluates_a_policy_in_each_dtype(tmp_path):
+    run = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "llmgym", "train", "Text-Blackjack-v1", "--model", "tiny",
+         "--steps", "16", "--episodes-per-update", "8", "--no-start-eval", "--eval-every", "0",
+         "--final-eval-episodes", "1", "--threads", "1", "--no-progress", "--output", str(run)],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = _run("exact_eval_dtype.py", str(run))
+    assert "float32: exact value" in out and "bfloat16: exact value" in out
+    assert "greedy actions differ" in out
