@@ -242,18 +242,54 @@ class LLMPolicy(ScoreMode):
         self._memo.clear()
 
     def forget_kept_states(self) -> None:
-        """Forget every state kept in this process across calls (the cached prefix, the
-        memoised features, the frozen trunk's states; :meth:`clear_cache` keeps the trunk's and
+        """Forget the states kept in this process across calls that a checkpoint does not hold
+        (the cached prefix, the frozen trunk's states; :meth:`clear_cache` keeps the trunk's and
         makes a vLLM server take up the weights), so that what follows is computed as after a
         fresh start. Kept floats depend on the batches they were computed in: a run resumed
         from a checkpoint computes exactly what the uninterrupted run does when both forget at
-        the checkpoint."""
-        self._memo.clear()
+        the checkpoint. The memoised features stay: the checkpoint holds them
+        (:meth:`memo_state`), and a resumed run reads the same floats back."""
         for backend in (self.backend, self.update_backend):
             trunk = getattr(backend, "trunk", None)  # a transformers backend in this process
             if trunk is not None:  # (a vLLM server keeps no state of ours)
-                backend.sync_weights()
+                backend.forget_prefix()
                 trunk.forget()
+
+    def memo_state(self) -> dict[str, list[Any]]:
+        """The memoised features (a frozen backbone's, see ``memoize``) as plain types and
+        tensors on the CPU, for a checkpoint (``torch.save``; ``torch.load(weights_only=True)``
+        reads it back), and :meth:`load_memo_state` to restore them.
+
+        Example:
+            >>> from llmgym.policy.testing import tiny_model
+            >>> policy = LLMPolicy(*tiny_model(), memoize=True)
+            >>> policy._memo[((1, 2), ("LEFT",))] = (torch.ones(3)[:2], torch.zeros(1))
+            >>> state = policy.memo_state()
+            >>> fresh = LLMPolicy(*tiny_model(), memoize=True)
+            >>> fresh.load_memo_state(state)
+            >>> fresh._memo[((1, 2), ("LEFT",))][0].tolist()
+            [1.0, 1.0]
+        """
+
+        def own(value: Any) -> Any:  # a row of a batch tensor, saved without the batch
+            return value.detach().cpu().clone() if isinstance(value, torch.Tensor) else value
+
+        keys = list(self._memo)
+        return {"keys": keys, "values": [tuple(own(v) for v in self._memo[k]) for k in keys]}
+
+    def load_memo_state(self, state: dict[str, list[Any]]) -> None:
+        """Replace the memoised features with ``state`` (:meth:`memo_state`'s)."""
+
+        def here(value: Any) -> Any:
+            return value.to(self.device) if isinstance(value, torch.Tensor) else value
+
+        for backend in (self.backend, self.update_backend):
+            note = getattr(backend, "note_weights", None)  # the weights the memo was made
+            if note is not None:  # with: seen now, so a first call does not take them as new
+                note()  # and empty the memo
+        self._memo.clear()
+        for key, value in zip(state["keys"], state["values"], strict=True):
+            self._memo[key] = tuple(here(v) for v in value)
 
     def share_memo(self, memo: dict[tuple[Any, ...], Any]) -> dict[tuple[Any, ...], Any]:
         """Use ``memo`` as this policy's store of memoised features (with ``memoize``) and

@@ -27,6 +27,8 @@ from llmgym.rl.weights import lora_state
 REF_HEAD_FILE = "reference_head.safetensors"
 AVERAGE_FILE = "weight_average.safetensors"  # optim.average_decay's average (llmgym.rl.averaging)
 ALGORITHM_FILE = "algorithm_state.safetensors"  # the algorithm's tensors (extra_tensors)
+#: The policy's memoised features (a frozen backbone's), in the newest checkpoint only.
+MEMO_FILE = "memo.pt"
 TRAINING_STATS = ("count", "total", "outer")  # the whitener's statistics: only for training
 
 
@@ -69,11 +71,17 @@ class Checkpointer:
 
     def save_checkpoint(self) -> Path:
         """Adapter (safetensors) + extra modules + optimizer + RNG states + counters + config
-        (written by the main process; the others wait for it). Then the policy forgets its
-        kept states, as a run resumed here starts without them: resuming is exact."""
+        + the policy's memoised features (written by the main process; the others wait for
+        it). Then the policy forgets the other kept states, as a run resumed here starts
+        without them: resuming is exact. The memoised features are kept in the newest
+        checkpoint only (they grow with the distinct prompts seen; a resume from an older one
+        computes them afresh)."""
         path = self.run_dir / "checkpoints" / f"iter_{self.state.iteration:06d}"
         if self.processes.is_main:
             self._write_checkpoint(path)
+            for older in path.parent.glob(f"iter_*/{MEMO_FILE}"):
+                if older.parent != path:
+                    older.unlink(missing_ok=True)
         self.processes.wait()
         self.learner.policy.forget_kept_states()
         return path
@@ -107,6 +115,9 @@ class Checkpointer:
         if tensors:
             save_file(_contiguous(tensors), str(tmp / ALGORITHM_FILE))
         torch.save(learner.optimizer.state_dict(), tmp / "optimizer.pt")
+        memo = learner.policy.memo_state()
+        if memo["keys"]:
+            torch.save(memo, tmp / MEMO_FILE)
         kind, keys, pos, has_gauss, gauss = np.random.get_state()
         rng = {  # plain types and tensors only, so it loads with torch.load(weights_only=True)
             "python": random.getstate(),
@@ -349,6 +360,9 @@ class Checkpointer:
             run_state.best_eval = json.loads(best.read_text())["best_eval"] | {
                 "weights": str(best.parent)
             }
+        if (ckpt / MEMO_FILE).exists():  # main process: the features the run had memoised
+            memo = torch.load(ckpt / MEMO_FILE, map_location="cpu", weights_only=True)
+            learner.policy.load_memo_state(memo)
         algorithm = ckpt / ALGORITHM_FILE
         load_extra_state = getattr(self.algorithm, "load_extra_state", None)
         if load_extra_state is not None:
@@ -360,4 +374,4 @@ def _contiguous(state: dict[str, Any]) -> dict[str, Any]:
     return {k: v.detach().contiguous().cpu() for k, v in state.items()}
 
 
-__all__ = ["REF_HEAD_FILE", "TRAINING_STATS", "Checkpointer"]
+__all__ = ["MEMO_FILE", "REF_HEAD_FILE", "TRAINING_STATS", "Checkpointer"]

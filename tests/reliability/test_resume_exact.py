@@ -54,3 +54,50 @@ def test_a_run_killed_after_a_checkpoint_resumes_to_the_same_metrics(tmp_path):
     resumed.train(resume=True)
     assert resumed.policy.backend.trunk.store.entries, "the frozen trunk's fast path ran"
     assert _rows(tmp_path / "killed") == _rows(tmp_path / "full")
+
+
+#: A head on the frozen tiny model (its features memoised), checkpointed after every update.
+HEAD = dict(
+    model="tiny", env_id="Text-FrozenLake-v1", num_envs=8, episodes_per_update=8,
+    eval_episodes=8, eval_every=0, checkpoint_every=1, progress=False, num_threads=1,
+    total_episodes=24, total_env_steps=10**6, action_head=True, train_backbone=False,
+    update_epochs=2,
+)  # fmt: skip
+
+
+def test_a_head_run_resumes_with_its_memoised_features_to_the_same_metrics(tmp_path):
+    """The memoised features survive a checkpoint (the newest checkpoint holds them) instead
+    of being computed again in other batches, so the resumed run logs the same metrics."""
+    from llmgym.rl.checkpointing import MEMO_FILE
+
+    full = make_trainer("ppo", output_dir=str(tmp_path / "full"), **{"eval.start": False}, **HEAD)
+    full.train()
+    killed = make_trainer(
+        "ppo", output_dir=str(tmp_path / "killed"), **{"eval.start": False}, **HEAD
+    )
+    run_iteration = killed.run_iteration
+    calls = []
+
+    def then_killed(pbar=None):
+        run_iteration(pbar)
+        calls.append(1)
+        if len(calls) == 2:  # two updates and their checkpoints
+            raise KeyboardInterrupt
+
+    killed.run_iteration = then_killed
+    with pytest.raises(KeyboardInterrupt):
+        killed.train()
+    saved = sorted((tmp_path / "killed" / "checkpoints").glob(f"iter_*/{MEMO_FILE}"))
+    assert [p.parent.name for p in saved] == ["iter_000002"], "the newest checkpoint only"
+    resumed = make_trainer(
+        "ppo", output_dir=str(tmp_path / "killed"), **{"eval.start": False}, **HEAD
+    )
+    assert resumed.policy.memoize
+    resumed.load_checkpoint()
+    kept = len(resumed.policy._memo)
+    assert kept == len(killed.policy._memo) > 0
+    resumed = make_trainer(
+        "ppo", output_dir=str(tmp_path / "killed"), **{"eval.start": False}, **HEAD
+    )
+    resumed.train(resume=True)
+    assert _rows(tmp_path / "killed") == _rows(tmp_path / "full")

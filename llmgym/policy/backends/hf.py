@@ -244,8 +244,18 @@ class TransformersBackend:
         self._drop_prefix()
         self._walk = None  # the model's parameters and adapter layers are listed anew
 
-    def _drop_prefix(self) -> None:
+    def forget_prefix(self) -> None:
+        """Drop the cached prefix (its floats depend on the batch it was computed in) but not
+        the weights seen: ``on_new_weights`` is not called again for the same weights."""
         self._prefix_ids, self._prefix_kv, self._prefix_key = [], [], None
+
+    def note_weights(self) -> None:
+        """Take the current weights as seen now (``on_new_weights`` runs if they are new), so
+        that the next call does not take them for new ones."""
+        self._note_weights()
+
+    def _drop_prefix(self) -> None:
+        self.forget_prefix()
         self._seen_key = None
 
     def _fast(self, prompts: Sequence[list[int]]) -> bool:
