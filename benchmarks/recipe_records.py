@@ -29,14 +29,16 @@ from llmgym.rl.config import flat_view
 IGNORED = {"output_dir", "num_threads", "progress", "device", "recipe"}
 
 
-def command_config(command: str) -> Any:
-    """The plan of a record's command as ``llmgym train`` makes it, with generic settings
-    (``--resume`` dropped: a resumed run's config is its first part's)."""
+def command_config(command: str, with_recipes: bool = False) -> Any:
+    """The plan of a record's command as ``llmgym train`` makes it (``--resume`` dropped: a
+    resumed run's config is its first part's): with generic settings for a command run before
+    recipes existed, else as today, where a command without ``--recipe`` runs its env's
+    default recipe."""
     from llmgym.cli.train import request_from_args
     from llmgym.rl.plan import plan_run
 
     args = [a for a in shlex.split(command)[2:] if a != "--resume"]
-    return plan_run(request_from_args([*args, "--recipe", "none"]))
+    return plan_run(request_from_args(args if with_recipes else [*args, "--recipe", "none"]))
 
 
 def differences(recipe: recipes.Recipe, seed: int, record: dict[str, Any]) -> dict[str, Any]:
@@ -44,7 +46,8 @@ def differences(recipe: recipes.Recipe, seed: int, record: dict[str, Any]) -> di
     ``final_eval_episodes`` too."""
     from llmgym.rl import config_class
 
-    plan = command_config(record["command"])
+    # a record written by a trainer that knew recipes says which settings the command overrode
+    plan = command_config(record["command"], with_recipes="recipe_overrides" in record)
     mine = flat_view(config_class(recipe.algo).build(recipe.values() | {"seed": seed}).to_dict())
     theirs = flat_view(plan.config.to_dict())
     diff = {

@@ -138,9 +138,9 @@ def test_the_table_and_the_goals_agree_with_the_records():
     assert result.exit_code == 0, result.output
     for recipe in PACKAGE:
         assert recipe.name in result.output
-    # the README's headline: the LM alone reached Blackjack's goal on 3 of 3 seeds
+    # the README's headline: the LM alone reached Blackjack's goal on 2 of 3 seeds (regenerated 2026-11-29)
     ema = recipes.get("blackjack-lm-ppo-ema")
-    assert recipes.describe_goal(ema, recipes.committed_records(ema)) == "3 of 3"
+    assert recipes.describe_goal(ema, recipes.committed_records(ema)) == "2 of 3"
     lm_cartpole = recipes.get("cartpole-lm-ppo")
     assert recipes.describe_goal(lm_cartpole, recipes.committed_records(lm_cartpole)) == "0 of 1"
     bad = CliRunner().invoke(app, ["recipes", "Text-Nope-v0"])
