@@ -12,10 +12,10 @@ from that file alone, beside SB3's curves (``maps_sb3.json``) and the map-blind 
 
 Example (the points of a ``metrics.csv``):
     >>> rows = [{"episodes": "", "env_steps": "0", "eval/mean_return": "0.0"},
-    ...         {"episodes": "20", "env_steps": "150", "eval/mean_return": ""},
-    ...         {"episodes": "500", "env_steps": "3391", "eval/mean_return": "0.24"}]
-    >>> eval_points(rows)
-    [{'episodes': 0, 'env_steps': 0, 'heldout': 0.0}, {'episodes': 500, 'env_steps': 3391, 'heldout': 0.24}]
+    ...         {"episodes": "500", "env_steps": "3391", "eval/mean_return": ""},
+    ...         {"episodes": "", "env_steps": "3391", "eval/mean_return": "0.24"}]
+    >>> [(p["episodes"], p["heldout"]) for p in eval_points(rows)]
+    [(0, 0.0), (500, 0.24)]
 """
 
 from __future__ import annotations
@@ -37,15 +37,17 @@ GOAL, BUDGET = 0.8, 10_000
 
 
 def eval_points(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
-    """The evaluation rows of a ``metrics.csv`` as ``{episodes, env_steps, heldout}`` (the
-    start evaluation's row has no episode count: 0)."""
-    points = []
+    """The evaluation rows of a ``metrics.csv`` as ``{episodes, env_steps, heldout}``; an
+    evaluation row without an episode count (the start's, the last update's) is at the
+    episodes of the update row before it (0 at the start)."""
+    points, episodes = [], 0
     for row in rows:
+        episodes = int(float(row.get("episodes") or episodes))
         if row.get("eval/mean_return", "") == "":
             continue
         points.append(
             {
-                "episodes": int(float(row.get("episodes") or 0)),
+                "episodes": episodes,
                 "env_steps": int(float(row.get("env_steps") or 0)),
                 "heldout": round(float(row["eval/mean_return"]), 4),
             }
@@ -65,17 +67,19 @@ def collect(run_dir: Path, record: Path | None = None) -> dict[str, Any]:
     config = json.loads((run_dir / "run.json").read_text())["config"]
     with (run_dir / "metrics.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
-    done = [r for r in rows if r.get("iteration")]
-    last = done[-1] if done else {}
+
+    def most(key: str) -> int:
+        return max((int(float(r[key])) for r in rows if r.get(key)), default=0)
+
     entry = {
         "recipe": config["run"].get("recipe"),
         "seed": config["run"]["seed"],
         "policy": policy_family(config),
         "backbone": config["policy"].get("backbone", "pretrained"),
         "budget_episodes": config["run"]["total_episodes"],
-        "episodes": int(float(last.get("episodes") or 0)),
-        "env_steps": int(float(last.get("env_steps") or 0)),
-        "updates": int(float(last.get("iteration") or 0)),
+        "episodes": most("episodes"),
+        "env_steps": most("env_steps"),
+        "updates": most("iteration"),
         "finished": record is not None and record.exists(),
         "points": eval_points(rows),
     }
@@ -124,16 +128,17 @@ def sb3_curves() -> list[dict[str, Any]]:
     runs = json.loads(SB3.read_text())["runs"] if SB3.exists() else []
     best: dict[int, dict[str, Any]] = {}
     for run in runs:
-        if run["size"] == 4 and run["timesteps"] > best.get(run["seed"], {"timesteps": 0})["timesteps"]:
+        longest = best.get(run["seed"], {"timesteps": 0})["timesteps"]
+        if run["size"] == 4 and run["timesteps"] > longest:
             best[run["seed"]] = run
     return [best[s] for s in sorted(best)]
 
 
 def label(name: str, run: dict[str, Any]) -> str:
     """A run's name in the legend and the table: ``the LM (LoRA), seed 0``."""
-    who = {"lm": "the LM (LoRA)", "head": "a head on the frozen LM", "lm+head": "the LM and a head"}[
-        run["policy"]
-    ]
+    who = {"lm": "the LM (LoRA)", "head": "a head on the frozen LM"}.get(
+        run["policy"], "the LM and a head"
+    )
     if run["backbone"] == "random-init":
         who += ", random-init backbone"
     return f"{who}, seed {run['seed']}"
@@ -148,7 +153,7 @@ def table(data: dict[str, Any]) -> str:
     ]
     for name, run in data["runs"].items():
         points = ", ".join(f"{p['episodes']:,}: {p['heldout']:.2f}" for p in run["points"])
-        state = "finished" if run["finished"] else "running (resumed with `--resume`)"
+        state = "finished" if run["finished"] else "not finished (it continues with `--resume`)"
         lines.append(
             f"| {label(name, run)} | `{run['recipe']}` | {points} | {run['episodes']:,} of "
             f"{run['budget_episodes']:,} episodes, {run['updates']} updates; {state} |"
@@ -186,9 +191,11 @@ def plot(data: dict[str, Any], path: Path = PLOT) -> None:
     for i, run in enumerate(sb3_curves()):
         xs = [p["episodes"] for p in run["curve"]]
         ys = [p["heldout"] for p in run["curve"]]
-        ax.plot(xs, ys, color="grey", alpha=0.6, lw=1, label="SB3 PPO given the map" if i == 0 else None)
+        sb3 = "SB3 PPO given the map" if i == 0 else None
+        ax.plot(xs, ys, color="grey", alpha=0.6, lw=1, label=sb3)
     blind = data["map_blind"]
-    ax.axhline(blind["value"], color="black", ls=":", lw=1, label=f"best map-blind path ({blind['value']:.2f})")
+    blind_label = f"best map-blind path ({blind['value']:.2f})"
+    ax.axhline(blind["value"], color="black", ls=":", lw=1, label=blind_label)
     ax.axhline(GOAL, color="green", ls="--", lw=1, label=f"goal ({GOAL})")
     ax.set_xlim(0, BUDGET * 1.02)
     ax.set_ylim(-0.02, 1.02)

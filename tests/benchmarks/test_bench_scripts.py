@@ -305,8 +305,13 @@ def test_maps_curve_gathers_a_runs_held_out_points_and_plots_them(tmp_path):
     run = tmp_path / "frozenlake-maps-head-s0"
     run.mkdir()
     config = config_class("ppo").build(
-        {"seed": 0, "run.recipe": "frozenlake-maps-head", "run.total_episodes": 10000,
-         "policy.action_head": True, "optim.train_backbone": False}
+        {
+            "seed": 0,
+            "run.recipe": "frozenlake-maps-head",
+            "run.total_episodes": 10000,
+            "policy.action_head": True,
+            "optim.train_backbone": False,
+        }
     )
     (run / "run.json").write_text(json.dumps({"config": config.to_dict(), "algo": "ppo"}))
     rows = [
@@ -329,10 +334,13 @@ def test_maps_curve_gathers_a_runs_held_out_points_and_plots_them(tmp_path):
     ]
     blind = json.loads(out.read_text())["map_blind"]
     assert blind["value"] == pytest.approx(0.33) and sorted(blind["path"]) == list("DDDRRR")
-    assert "| a head on the frozen LM, seed 0 | `frozenlake-maps-head` | 0: 0.00, 80: 0.27 |" in table
+    row = "| a head on the frozen LM, seed 0 | `frozenlake-maps-head` | 0: 0.00, 80: 0.27 |"
+    assert row in table
     assert png.read_bytes().startswith(b"\x89PNG")
     done = subprocess.run(
         [sys.executable, str(BENCH / "maps_curve.py"), "--collect", str(tmp_path)],
-        capture_output=True, text=True, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     assert done.returncode == 2 and "not a training run's folder" in done.stdout
