@@ -302,7 +302,7 @@ def test_maps_curve_gathers_a_runs_held_out_points_and_plots_them(tmp_path):
     pytest.importorskip("matplotlib")
     from llmgym.rl import config_class
 
-    run = tmp_path / "frozenlake-maps-head-s0"
+    run = tmp_path / "maps-head-unrecorded"  # no record of that name: not finished
     run.mkdir()
     config = config_class("ppo").build(
         {
@@ -325,7 +325,7 @@ def test_maps_curve_gathers_a_runs_held_out_points_and_plots_them(tmp_path):
         writer.writerows(rows)
     out, png = tmp_path / "curve.json", tmp_path / "curve.png"
     table = _run("maps_curve.py", "--collect", str(run), "--output", str(out), "--plot", str(png))
-    entry = json.loads(out.read_text())["runs"]["frozenlake-maps-head-s0"]
+    entry = json.loads(out.read_text())["runs"]["maps-head-unrecorded"]
     assert entry["policy"] == "head" and entry["backbone"] == "pretrained"
     assert (entry["episodes"], entry["updates"], entry["finished"]) == (80, 2, False)
     assert entry["points"] == [
