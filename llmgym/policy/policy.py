@@ -44,6 +44,7 @@ from llmgym.errors import ConfigError
 from llmgym.policy.backends import Sampling
 from llmgym.policy.backends.hf import TransformersBackend
 from llmgym.policy.config import PolicyConfig
+from llmgym.policy.memo import memo_state, restore_memo
 from llmgym.policy.model_registry import get_model_defaults
 from llmgym.policy.models import prepare_tokenizer
 from llmgym.policy.prompts import (
@@ -256,40 +257,17 @@ class LLMPolicy(ScoreMode):
                 trunk.forget()
 
     def memo_state(self) -> dict[str, list[Any]]:
-        """The memoised features (a frozen backbone's, see ``memoize``) as plain types and
-        tensors on the CPU, for a checkpoint (``torch.save``; ``torch.load(weights_only=True)``
-        reads it back), and :meth:`load_memo_state` to restore them.
-
-        Example:
-            >>> from llmgym.policy.testing import tiny_model
-            >>> policy = LLMPolicy(*tiny_model(), memoize=True)
-            >>> policy._memo[((1, 2), ("LEFT",))] = (torch.ones(3)[:2], torch.zeros(1))
-            >>> state = policy.memo_state()
-            >>> fresh = LLMPolicy(*tiny_model(), memoize=True)
-            >>> fresh.load_memo_state(state)
-            >>> fresh._memo[((1, 2), ("LEFT",))][0].tolist()
-            [1.0, 1.0]
-        """
-
-        def own(value: Any) -> Any:  # a row of a batch tensor, saved without the batch
-            return value.detach().cpu().clone() if isinstance(value, torch.Tensor) else value
-
-        keys = list(self._memo)
-        return {"keys": keys, "values": [tuple(own(v) for v in self._memo[k]) for k in keys]}
+        """The memoised features for a checkpoint (:func:`llmgym.policy.memo.memo_state`);
+        :meth:`load_memo_state` restores them."""
+        return memo_state(self._memo)
 
     def load_memo_state(self, state: dict[str, list[Any]]) -> None:
         """Replace the memoised features with ``state`` (:meth:`memo_state`'s)."""
-
-        def here(value: Any) -> Any:
-            return value.to(self.device) if isinstance(value, torch.Tensor) else value
-
         for backend in (self.backend, self.update_backend):
             note = getattr(backend, "note_weights", None)  # the weights the memo was made
             if note is not None:  # with: seen now, so a first call does not take them as new
                 note()  # and empty the memo
-        self._memo.clear()
-        for key, value in zip(state["keys"], state["values"], strict=True):
-            self._memo[key] = tuple(here(v) for v in value)
+        restore_memo(self._memo, state, self.device)
 
     def share_memo(self, memo: dict[tuple[Any, ...], Any]) -> dict[tuple[Any, ...], Any]:
         """Use ``memo`` as this policy's store of memoised features (with ``memoize``) and

@@ -36,20 +36,7 @@ from llmgym.policy.backends.trunk import (
     decoder_layers,
     left_pad,
 )
-
-#: Bumped whenever any module in this process registers a submodule or a parameter (torch's
-#: global registration hooks: ``module.x = ...``, ``add_module``, ``register_parameter``, as
-#: peft does when it adds an adapter): a backend's list of its model's parameters and adapter
-#: layers (:meth:`TransformersBackend.weights_key`) is reused until it changes.
-_REGISTRATIONS = [0]
-
-
-def _registered(*_args: Any) -> None:
-    _REGISTRATIONS[0] += 1
-
-
-torch.nn.modules.module.register_module_module_registration_hook(_registered)
-torch.nn.modules.module.register_module_parameter_registration_hook(_registered)
+from llmgym.policy.backends.weights_key import WeightsWalk, weights_key_walked
 
 STATS = (
     "prompt_tokens",
@@ -74,8 +61,8 @@ class TransformersBackend:
         self._prefix_kv: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._prefix_key: tuple[Any, ...] | None = None
         self._seen_key: tuple[Any, ...] | None = None
-        #: (model, registrations count, its parameters, its adapter layers) of the last walk.
-        self._walk: tuple[Any, int, list[Any], list[Any]] | None = None
+        #: The model's parameters and adapter layers, listed once (``weights_key``).
+        self._walk = WeightsWalk()
         #: The frozen-trunk fast path (used where it applies, see ``trunk.py``).
         self.trunk = FrozenTrunk(self)
         #: Prompt tokens run through the model, prompt tokens served from the prefix cache,
@@ -242,7 +229,7 @@ class TransformersBackend:
         """The model is the policy's own: only the cached prefix (computed under the old
         weights) is dropped."""
         self._drop_prefix()
-        self._walk = None  # the model's parameters and adapter layers are listed anew
+        self._walk.forget()  # the model's parameters and adapter layers are listed anew
 
     def forget_prefix(self) -> None:
         """Drop the cached prefix (its floats depend on the batch it was computed in) but not
@@ -289,17 +276,9 @@ class TransformersBackend:
         loaded, an average swapped in), adapters are toggled or switched, or the train/eval
         mode changes. The model's parameters and adapter layers are listed by one walk over
         its modules, kept until a module or parameter is registered anywhere (an adapter added,
-        a weight replaced: :data:`_REGISTRATIONS`), ``sync_weights`` or another model: the
-        key then costs a sum over the parameters' version counters, not a walk (issue 51)."""
-        walk = self._walk
-        if walk is None or walk[0] is not self.model or walk[1] != _REGISTRATIONS[0]:
-            walk = self._walk = (self.model, _REGISTRATIONS[0], *_walk_weights(self.model))
-        _, _, params, layers = walk
-        versions = sum(p._version for p in params)
-        adapters = tuple(
-            (m.disable_adapters, tuple(getattr(m, "active_adapters", ()))) for m in layers
-        )
-        return versions, adapters, self.model.training
+        a weight replaced), ``sync_weights`` or another model: the key then costs a sum over
+        the parameters' version counters, not a walk (``weights_key.py``, issue 51)."""
+        return self._walk.key(self.model)
 
     def _shared_prefix(self, prompts: list[list[int]]) -> int:
         """Encode (or reuse) the KV cache of the prefix all ``prompts`` share; its length."""
@@ -406,24 +385,6 @@ class TransformersBackend:
             rest = logp[r, torch.arange(len(c) - 1), torch.tensor(c[1:], dtype=torch.long)]
             out[b].append(torch.cat([first[b, c[:1]], rest]))
         return out
-
-
-def _walk_weights(model: Any) -> tuple[list[Any], list[Any]]:
-    """(every parameter of ``model``, its modules with an adapter switch: peft's layers)."""
-    layers = [
-        m
-        for m in model.modules()
-        if hasattr(m, "disable_adapters") and not callable(m.disable_adapters)
-    ]
-    return list(model.parameters()), layers
-
-
-def weights_key_walked(model: Any) -> tuple[Any, ...]:
-    """:meth:`TransformersBackend.weights_key` by a fresh walk over ``model`` (what the kept
-    walk must always equal; the tests compare the two)."""
-    params, layers = _walk_weights(model)
-    adapters = tuple((m.disable_adapters, tuple(getattr(m, "active_adapters", ()))) for m in layers)
-    return sum(p._version for p in params), adapters, model.training
 
 
 class _DeepEnough(Exception):
