@@ -55,16 +55,14 @@ def eval_points(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
     return points
 
 
-def policy_family(config: dict[str, Any]) -> str:
-    """``lm`` (the LM trained, no head), ``head`` (a head on the frozen LM) or ``lm+head``."""
-    head, backbone = config["policy"]["action_head"], config["optim"]["train_backbone"]
-    return "lm+head" if head and backbone else "head" if head else "lm"
-
-
 def collect(run_dir: Path, record: Path | None = None) -> dict[str, Any]:
     """One run's entry: its recipe, seed, backbone, budget, progress and evaluation points,
     and, once it has finished, its record (``benchmarks/results/rl/NAME.json``)."""
-    config = json.loads((run_dir / "run.json").read_text())["config"]
+    from llmgym.rl import config_class
+    from llmgym.rl.records import policy_family
+
+    info = json.loads((run_dir / "run.json").read_text())
+    config = config_class(info["algo"]).from_dict(info["config"])
     with (run_dir / "metrics.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
 
@@ -72,11 +70,11 @@ def collect(run_dir: Path, record: Path | None = None) -> dict[str, Any]:
         return max((int(float(r[key])) for r in rows if r.get(key)), default=0)
 
     entry = {
-        "recipe": config["run"].get("recipe"),
-        "seed": config["run"]["seed"],
+        "recipe": config.run.recipe,
+        "seed": config.run.seed,
         "policy": policy_family(config),
-        "backbone": config["policy"].get("backbone", "pretrained"),
-        "budget_episodes": config["run"]["total_episodes"],
+        "backbone": config.policy.backbone,
+        "budget_episodes": config.run.total_episodes,
         "episodes": most("episodes"),
         "env_steps": most("env_steps"),
         "updates": most("iteration"),

@@ -199,36 +199,13 @@ def test_q_critic_tabular_fits_the_exact_q_values_and_runs_the_loop(tmp_path):
 
 
 def test_exact_eval_dtype_evaluates_a_policy_in_each_dtype(tmp_path):
+    from llmgym.rl import make_trainer
+
     run = tmp_path / "run"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "llmgym",
-            "train",
-            "Text-Blackjack-v1",
-            "--model",
-            "tiny",
-            "--steps",
-            "16",
-            "--episodes-per-update",
-            "8",
-            "--no-start-eval",
-            "--eval-every",
-            "0",
-            "--final-eval-episodes",
-            "1",
-            "--threads",
-            "1",
-            "--no-progress",
-            "--output",
-            str(run),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    make_trainer(
+        "ppo", model="tiny", total_env_steps=16, episodes_per_update=8, eval_every=0,
+        progress=False, num_threads=1, output_dir=str(run), **{"eval.start": False},
+    ).train()  # fmt: skip
     out = _run("exact_eval_dtype.py", str(run))
     assert "float32: exact value" in out and "bfloat16: exact value" in out
     assert "greedy actions differ" in out
