@@ -243,18 +243,34 @@ class LLMPolicy(ScoreMode):
         self._memo.clear()
 
     def forget_kept_states(self) -> None:
-        """Forget the states kept in this process across calls that a checkpoint does not hold
-        (the cached prefix, the frozen trunk's states; :meth:`clear_cache` keeps the trunk's and
-        makes a vLLM server take up the weights), so that what follows is computed as after a
-        fresh start. Kept floats depend on the batches they were computed in: a run resumed
-        from a checkpoint computes exactly what the uninterrupted run does when both forget at
-        the checkpoint. The memoised features stay: the checkpoint holds them
-        (:meth:`memo_state`), and a resumed run reads the same floats back."""
-        for backend in (self.backend, self.update_backend):
-            trunk = getattr(backend, "trunk", None)  # a transformers backend in this process
-            if trunk is not None:  # (a vLLM server keeps no state of ours)
-                backend.forget_prefix()
-                trunk.forget()
+        """Forget the states kept in this process across calls (the cached prefix, the frozen
+        trunk's states; :meth:`clear_cache` keeps the trunk's and makes a vLLM server take up
+        the weights), so that what follows is computed as after a fresh start. Kept floats
+        depend on the batches they were computed in: processes that do not save them
+        (:meth:`kept_state`) at a checkpoint forget them there, so that a resumed run computes
+        what the uninterrupted one does. The memoised features stay (:meth:`memo_state`)."""
+        for backend in self._local_backends():
+            backend.forget_prefix()
+            backend.trunk.forget()
+
+    def kept_state(self) -> list[dict[str, Any]]:
+        """The states kept across calls by each transformers backend in this process (its
+        cached prefix, its frozen trunk's states), for a checkpoint: a run resumed with them
+        (:meth:`load_kept_state`) computes the floats the uninterrupted run does, and a
+        checkpoint changes nothing in the run."""
+        return [backend.kept_state() for backend in self._local_backends()]
+
+    def load_kept_state(self, state: list[dict[str, Any]]) -> None:
+        """Restore :meth:`kept_state`'s ``state`` (call it after the weights are loaded)."""
+        for backend, kept in zip(self._local_backends(), state, strict=True):
+            backend.load_kept_state(kept)
+
+    def _local_backends(self) -> list[Any]:
+        """The transformers backends in this process (a vLLM server keeps no state of ours)."""
+        distinct = [self.backend]
+        if self.update_backend is not self.backend:
+            distinct.append(self.update_backend)
+        return [b for b in distinct if getattr(b, "trunk", None) is not None]
 
     def memo_state(self) -> dict[str, list[Any]]:
         """The memoised features for a checkpoint (:func:`llmgym.policy.memo.memo_state`);

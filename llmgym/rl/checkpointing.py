@@ -29,6 +29,9 @@ AVERAGE_FILE = "weight_average.safetensors"  # optim.average_decay's average (ll
 ALGORITHM_FILE = "algorithm_state.safetensors"  # the algorithm's tensors (extra_tensors)
 #: The policy's memoised features (a frozen backbone's), in the newest checkpoint only.
 MEMO_FILE = "memo.pt"
+#: The states the policy keeps across calls (the cached prefix, the frozen trunk's states), in
+#: the newest checkpoint only.
+KEPT_FILE = "kept.pt"
 TRAINING_STATS = ("count", "total", "outer")  # the whitener's statistics: only for training
 
 
@@ -71,19 +74,22 @@ class Checkpointer:
 
     def save_checkpoint(self) -> Path:
         """Adapter (safetensors) + extra modules + optimizer + RNG states + counters + config
-        + the policy's memoised features (written by the main process; the others wait for
-        it). Then the policy forgets the other kept states, as a run resumed here starts
-        without them: resuming is exact. The memoised features are kept in the newest
-        checkpoint only (they grow with the distinct prompts seen; a resume from an older one
-        computes them afresh)."""
+        + the policy's memoised features and kept states (written by the main process; the
+        others wait for it). A run resumed here reads them back, so resuming is exact and a
+        checkpoint changes nothing in the run. They are kept in the newest checkpoint only
+        (they grow with the distinct prompts seen; a resume from an older one computes them
+        afresh). With several processes, whose kept states the checkpoint does not hold, each
+        forgets them here instead, as a resumed run starts without them."""
         path = self.run_dir / "checkpoints" / f"iter_{self.state.iteration:06d}"
         if self.processes.is_main:
             self._write_checkpoint(path)
-            for older in path.parent.glob(f"iter_*/{MEMO_FILE}"):
-                if older.parent != path:
-                    older.unlink(missing_ok=True)
+            for name in (MEMO_FILE, KEPT_FILE):
+                for older in path.parent.glob(f"iter_*/{name}"):
+                    if older.parent != path:
+                        older.unlink(missing_ok=True)
         self.processes.wait()
-        self.learner.policy.forget_kept_states()
+        if self.processes.num > 1:
+            self.learner.policy.forget_kept_states()
         return path
 
     def _write_checkpoint(self, path: Path) -> None:
@@ -118,6 +124,8 @@ class Checkpointer:
         memo = learner.policy.memo_state()
         if memo["keys"]:
             torch.save(memo, tmp / MEMO_FILE)
+        if self.processes.num == 1:
+            torch.save(learner.policy.kept_state(), tmp / KEPT_FILE)
         kind, keys, pos, has_gauss, gauss = np.random.get_state()
         rng = {  # plain types and tensors only, so it loads with torch.load(weights_only=True)
             "python": random.getstate(),
@@ -368,10 +376,13 @@ class Checkpointer:
         if load_extra_state is not None:
             load_extra_state(state, load_file(str(algorithm)) if algorithm.exists() else {})
         learner.weights.cache.clear()
+        if (ckpt / KEPT_FILE).exists() and self.processes.num == 1:  # last: the weights are
+            kept = torch.load(ckpt / KEPT_FILE, map_location=learner.device, weights_only=True)
+            learner.policy.load_kept_state(kept)  # as the run goes on
 
 
 def _contiguous(state: dict[str, Any]) -> dict[str, Any]:
     return {k: v.detach().contiguous().cpu() for k, v in state.items()}
 
 
-__all__ = ["MEMO_FILE", "REF_HEAD_FILE", "TRAINING_STATS", "Checkpointer"]
+__all__ = ["KEPT_FILE", "MEMO_FILE", "REF_HEAD_FILE", "TRAINING_STATS", "Checkpointer"]

@@ -138,7 +138,8 @@ def test_the_table_and_the_goals_agree_with_the_records():
     assert result.exit_code == 0, result.output
     for recipe in PACKAGE:
         assert recipe.name in result.output
-    # the README's headline: the LM alone reached Blackjack's goal on 2 of 3 seeds (regenerated 2026-11-29)
+    # the README's headline: the LM alone reached Blackjack's goal on 2 of 3 seeds (records
+    # made again on 2026-11-29, twice)
     ema = recipes.get("blackjack-lm-ppo-ema")
     assert recipes.describe_goal(ema, recipes.committed_records(ema)) == "2 of 3"
     lm_cartpole = recipes.get("cartpole-lm-ppo")

@@ -1,7 +1,8 @@
 """Resume is exact (issue 52, item 5): a run killed after a checkpoint and resumed logs the
 same metrics, digit for digit, as the run that was never interrupted. Kept states (the frozen
-trunk's, memoised features) hold floats that depend on the batches they were computed in;
-both runs forget them at each checkpoint (``LLMPolicy.forget_kept_states``)."""
+trunk's, the cached prefix, memoised features) hold floats that depend on the batches they were
+computed in; the newest checkpoint holds them (``LLMPolicy.kept_state``, ``memo_state``) and a
+resumed run reads them back, so a checkpoint changes nothing in the run either."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def test_a_run_killed_after_a_checkpoint_resumes_to_the_same_metrics(tmp_path):
 
 #: A head on the frozen tiny model (its features memoised), checkpointed after every update.
 HEAD = dict(
-    model="tiny", env_id="Text-FrozenLake-v1", num_envs=8, episodes_per_update=8,
+    model="tiny", env_id="Text-FrozenLakeMaps4x4-Train-v0", num_envs=8, episodes_per_update=8,
     eval_episodes=8, eval_every=0, checkpoint_every=1, progress=False, num_threads=1,
     total_episodes=24, total_env_steps=10**6, action_head=True, train_backbone=False,
     update_epochs=2,
@@ -101,3 +102,30 @@ def test_a_head_run_resumes_with_its_memoised_features_to_the_same_metrics(tmp_p
     )
     resumed.train(resume=True)
     assert _rows(tmp_path / "killed") == _rows(tmp_path / "full")
+
+
+@pytest.mark.parametrize("eval_every", [0, 1])
+@pytest.mark.parametrize("algo", ["qac", "ppo"])
+def test_checkpoints_change_nothing_in_a_run(tmp_path, algo, eval_every):
+    """The same run with a checkpoint after every update and with none logs the same metrics:
+    LoRA over the frozen trunk (``qac``) and a head on the frozen model (``ppo``), with an
+    exact evaluation after every update or none (acting reuses its rows under the same
+    weights). Before the checkpoint held the kept states, each checkpoint made the run forget
+    them, and the arithmetic changed with ``checkpoint_every`` (issue 51, item 5)."""
+    from llmgym.rl.checkpointing import KEPT_FILE
+
+    config = (QAC if algo == "qac" else HEAD) | {"eval_every": eval_every}
+    config |= {"total_episodes": 4 * config["episodes_per_update"]}
+    config.pop("checkpoint_every")
+    runs = {}
+    for every in (1, 0):
+        run = tmp_path / f"every{every}"
+        trainer = make_trainer(
+            algo, output_dir=str(run), checkpoint_every=every, **{"eval.start": False}, **config
+        )
+        trainer.train()
+        runs[every] = _rows(run)
+    saved = sorted((tmp_path / "every1" / "checkpoints").glob(f"iter_*/{KEPT_FILE}"))
+    assert [p.parent.name for p in saved] == ["iter_000004"], "the newest checkpoint only"
+    assert len(runs[1]) == 5  # 4 updates and the final evaluation
+    assert runs[1] == runs[0]

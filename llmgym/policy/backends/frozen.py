@@ -80,17 +80,13 @@ class FrozenTrunk:
     def active(self, probe_ids: Sequence[int]) -> bool:
         """Whether the fast path runs for the backend's model as it is now (first call per
         model and trunk: a probe on ``probe_ids`` against the plain forward)."""
-        model = self.backend.model
-        blocks = decoder_layers(model) if trunk.FROZEN_TRUNK and DummyLayer is not None else None
-        if blocks is None:
+        found = self._trunk_now()
+        if found is None:
             return False
-        first = first_trained_layer(model, blocks)
-        if not 0 < first < len(blocks) or not deterministic(model, blocks[:first]):
+        identity, blocks = found
+        first = identity[2]
+        if not deterministic(self.backend.model, blocks[:first]):
             return False
-        params = [p for b in blocks[:first] for p in b.parameters()]
-        params += list(base_model(model).get_input_embeddings().parameters())
-        versions = sum(p._version for p in params)
-        identity = (id(model), id(blocks), first, tuple(map(id, params)), versions)
         if identity != self._identity:  # another model or trunk: the kept states are void
             self.store.clear()
             self._stems.clear()
@@ -100,6 +96,55 @@ class FrozenTrunk:
         if key not in self._checked:
             self._checked[key] = self._probe(list(probe_ids)[:16])
         return self._checked[key]
+
+    def _trunk_now(self) -> tuple[tuple, Any] | None:
+        """(what kept states are computed under: the model, its layers, the first layer that
+        trains, the trunk's parameters and their versions; the decoder layers), or None where
+        the model has no trunk."""
+        model = self.backend.model
+        blocks = decoder_layers(model) if trunk.FROZEN_TRUNK and DummyLayer is not None else None
+        if blocks is None:
+            return None
+        first = first_trained_layer(model, blocks)
+        if not 0 < first < len(blocks):
+            return None
+        params = [p for b in blocks[:first] for p in b.parameters()]
+        params += list(base_model(model).get_input_embeddings().parameters())
+        versions = sum(p._version for p in params)
+        return (id(model), id(blocks), first, tuple(map(id, params)), versions), blocks
+
+    def kept_state(self, portable: Any) -> dict[str, Any] | None:
+        """Every kept state, for a checkpoint (None where none is kept): the trunk's states,
+        the stems, and the top layers' prefix and memoised rows where ``portable(key)`` says
+        their weights are the current ones (else they would be dropped at their next use)."""
+        if self._identity is None:
+            return None
+        ids, kv, key = self._top_prefix
+        top_key, memo_key = portable(key), portable(self._memo_key)
+        return {
+            "first": self.first,
+            "store": self.store.state(),
+            "stems": list(self._stems.items()),
+            "top_prefix": (ids, kv, top_key) if top_key is not None else None,
+            "memo": (list(self._memo.items()), memo_key) if memo_key is not None else None,
+        }
+
+    def load_kept_state(self, state: dict[str, Any] | None, local: Any) -> None:
+        """Restore :meth:`kept_state`'s ``state`` for the model as it is now (``local(key)``
+        turns a saved weights key into this process's); nothing where the trunk differs."""
+        self.forget()
+        found = self._trunk_now()
+        if state is None or found is None or found[0][2] != state["first"]:
+            return
+        (self._identity, self.blocks), self.first = found, state["first"]
+        self.store.load_state(state["store"])
+        self._stems.update(state["stems"])
+        if state["top_prefix"] is not None:
+            ids, kv, key = state["top_prefix"]
+            self._top_prefix = (ids, kv, local(key))
+        if state["memo"] is not None:
+            rows, key = state["memo"]
+            self._memo, self._memo_key = dict(rows), local(key)
 
     def _probe(self, ids: list[int]) -> bool:
         """Whether the stubbed forward gives the plain forward's logits on ``ids``."""

@@ -241,6 +241,41 @@ class TransformersBackend:
         that the next call does not take them for new ones."""
         self._note_weights()
 
+    def kept_state(self) -> dict[str, Any]:
+        """The states kept across calls, for a checkpoint (:meth:`load_kept_state`): the
+        weights last seen, the cached prefix and the frozen trunk's states. A weights key is
+        saved without its version count, and only where it names the current weights: any
+        other would make its cache be dropped at the next call."""
+        now = self.weights_key()
+
+        def portable(key: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+            return key[1:] if key is not None and key[0] == now[0] else None
+
+        prefix_key = portable(self._prefix_key)
+        return {
+            "seen": portable(self._seen_key),
+            "prefix": None
+            if prefix_key is None
+            else (self._prefix_ids, self._prefix_kv, prefix_key),
+            "trunk": self.trunk.kept_state(portable),
+        }
+
+    def load_kept_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`kept_state`'s ``state`` for the weights as they are now, so that
+        what follows computes the same floats as the process that saved it."""
+        count = self.weights_key()[0]
+
+        def local(rest: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+            return (count, *rest) if rest is not None else None
+
+        self._seen_key = local(state["seen"])
+        if state["prefix"] is None:
+            self.forget_prefix()
+        else:
+            ids, kv, key = state["prefix"]
+            self._prefix_ids, self._prefix_kv, self._prefix_key = ids, kv, local(key)
+        self.trunk.load_kept_state(state["trunk"], local)
+
     def _drop_prefix(self) -> None:
         self.forget_prefix()
         self._seen_key = None

@@ -129,6 +129,20 @@ class TrunkStates:
         self.entries.clear()
         self.nbytes = 0
 
+    def state(self) -> dict[str, list]:
+        """The entries, least recently used first, and the pinned keys, as plain types and
+        tensors (``torch.save``; :meth:`load_state` restores them)."""
+        rows = [(k, e.stem, e.start, e.states, e.extras) for k, e in self.entries.items()]
+        return {"entries": rows, "pinned": list(self.pinned)}
+
+    def load_state(self, state: dict[str, list]) -> None:
+        """Replace the entries with ``state``'s (:meth:`state`), in their order."""
+        self.clear()
+        for key, stem, start, states, extras in state["entries"]:
+            self.entries[key] = entry = _Entry(stem, start, states, extras)
+            self.nbytes += entry.nbytes
+        self.pinned = set(state["pinned"])
+
 
 def decoder_layers(model: Any) -> torch.nn.ModuleList | None:
     """The decoder layers of a Llama-style model (``model.model.layers``; also under peft),
