@@ -209,3 +209,15 @@ def test_exact_eval_dtype_evaluates_a_policy_in_each_dtype(tmp_path):
     out = _run("exact_eval_dtype.py", str(run))
     assert "float32: exact value" in out and "bfloat16: exact value" in out
     assert "greedy actions differ" in out
+
+
+def test_format_demos_holds_each_state_once_with_each_action(tmp_path):
+    out = tmp_path / "demos.jsonl"
+    printed = _run("format_demos.py", "Text-Blackjack-v1", str(out), "--episodes", "20")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    by_state: dict[str, list[str]] = {}
+    for row in rows:
+        state = row["messages"][1]["content"]
+        by_state.setdefault(state, []).append(json.loads(row["messages"][2]["content"])["action"])
+    assert all(sorted(actions) == ["hit", "stick"] for actions in by_state.values())
+    assert f"{len(by_state)} states, {len(rows)} demos" in printed
