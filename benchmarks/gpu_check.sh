@@ -4,7 +4,7 @@
 # .whl/ (see docs/training.md, "On a GPU"); the embedded model's weights do not travel, so the
 # throughput runs on a random-init model of its architecture (config and tokenizer in
 # .gpu/smollm2-135m). On a machine without CUDA the gpu-marked tests skip and it stops there.
-# Writes benchmarks/results/gpu/{pytest.txt,train_score.txt,train_generate.txt,throughput.json}
+# Writes benchmarks/results/gpu/{pytest.txt,train_score.txt,train_generate.txt,train_throughput.json}
 # (and copies them to $OUT when that is set).
 #   bash benchmarks/gpu_check.sh          # PY=python3 by default; make test-gpu passes .venv's
 set -euo pipefail
@@ -36,23 +36,34 @@ set +e
 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/gpu -o addopts="" 2>&1 | tee "$RESULTS/pytest.txt"
 status=${PIPESTATUS[0]}
 for mode in score generate; do
-  timeout 120 "$PY" -m llmgym train Text-Blackjack-v1 --model tiny --mode "$mode" \
+  timeout 90 "$PY" -m llmgym train Text-Blackjack-v1 --model tiny --mode "$mode" \
     --device cuda --dtype bfloat16 --steps 200 --episodes-per-update 16 --num-envs 16 \
     --eval-episodes 20 --final-eval-episodes 50 --set action_head=false --no-progress \
     --output "/tmp/llmgym-gpu-$mode" 2>&1 | tail -n 5 | tee "$RESULTS/train_$mode.txt"
 done
 if [ -f .gpu/smollm2-135m/config.json ]; then
+  # Random-init weights of the embedded model's architecture, and issue 51's 0.5B config (a
+  # Qwen2 of hidden 896, 24 layers, 14/2 heads, intermediate 4864, the embedded tokenizer).
   "$PY" - <<'PY'
 import shutil
-from transformers import AutoConfig, AutoModelForCausalLM
+from transformers import AutoConfig, AutoModelForCausalLM, Qwen2Config
 config = AutoConfig.from_pretrained(".gpu/smollm2-135m")
-AutoModelForCausalLM.from_config(config).save_pretrained("/tmp/smollm2-random")
-for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
-    shutil.copy(f".gpu/smollm2-135m/{name}", "/tmp/smollm2-random")
+qwen = Qwen2Config(
+    hidden_size=896, num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
+    intermediate_size=4864, vocab_size=config.vocab_size, tie_word_embeddings=True,
+    bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id,
+    max_position_embeddings=config.max_position_embeddings,
+)
+for out, arch in (("/tmp/smollm2-random", config), ("/tmp/qwen05-random", qwen)):
+    AutoModelForCausalLM.from_config(arch).save_pretrained(out)
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        shutil.copy(f".gpu/smollm2-135m/{name}", out)
 PY
-  timeout 240 "$PY" benchmarks/train_throughput_configs.py --model /tmp/smollm2-random --threads 8 --device cuda \
-    --iterations 2 --envs Text-Blackjack-v1 --output "$RESULTS/throughput.json" \
-    --workdir /tmp/llmgym-gpu-throughput 2>&1 | tail -n 20
+  # Issue 51 item 4's config, spelled out (benchmarks/train_throughput.py), on this tree.
+  tt=(benchmarks/train_throughput.py --commits here --device cuda --dtype bfloat16 --threads 8
+      --iterations 3 --output "$RESULTS/train_throughput.json" --workdir /tmp/llmgym-gpu-tt)
+  timeout 200 "$PY" "${tt[@]}" --models /tmp/smollm2-random --modes score generate 2>&1 | tail -n 12
+  timeout 120 "$PY" "${tt[@]}" --models /tmp/qwen05-random --modes score --append 2>&1 | tail -n 12
 fi
 set -e
 if [ -n "${OUT:-}" ]; then cp "$RESULTS"/* "$OUT"/ 2>/dev/null || true; fi

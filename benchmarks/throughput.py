@@ -46,17 +46,25 @@ VLLM_RESULTS = Path(__file__).parent / "results" / "throughput_vllm.json"
 LLAMAGYM_GENERATE = {"max_new_tokens": 32, "do_sample": True, "top_p": 0.6, "top_k": 0}
 
 
-def gemm_peak(threads: int, size: int = 1024, repeats: int = 12) -> float:
-    """Best fp32 matmul rate in GFLOP/s."""
+def gemm_peak(
+    threads: int, size: int = 1024, repeats: int = 12, device: str = "cpu", dtype: str = "float32"
+) -> float:
+    """Best matmul rate in GFLOP/s (fp32 on the CPU by default; on a GPU, e.g. ``device="cuda",
+    dtype="bfloat16"`` with ``size=8192``)."""
     import torch
 
     torch.set_num_threads(threads)
-    a, b = torch.randn(size, size), torch.randn(size, size)
+    kind = getattr(torch, dtype)
+    a = torch.randn(size, size, device=device, dtype=kind)
+    b = torch.randn(size, size, device=device, dtype=kind)
+    sync = torch.cuda.synchronize if a.is_cuda else (lambda: None)
     best = 0.0
     for _ in range(repeats):
+        sync()
         start = time.perf_counter()
         for _ in range(4):
             a @ b
+        sync()
         best = max(best, 4 * 2 * size**3 / (time.perf_counter() - start) / 1e9)
     return best
 
@@ -177,7 +185,7 @@ def forward_tokens(args: tuple, kwargs: dict) -> tuple[int, int]:
     return int(real), int(ids.numel())
 
 
-def machine(threads: int) -> str:
+def machine(threads: int, device: str = "cpu") -> str:
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -187,8 +195,13 @@ def machine(threads: int) -> str:
     except OSError:
         pass
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    gpu = "no GPU"
+    if device.startswith("cuda"):
+        import torch
+
+        gpu = f"GPU {torch.cuda.get_device_name(torch.device(device))}"
     return (
-        f"{cpu}, {os.cpu_count()} logical CPUs, {threads} torch threads, no GPU, "
+        f"{cpu}, {os.cpu_count()} logical CPUs, {threads} torch threads, {gpu}, "
         f"{platform.system()}; load average {load:.1f} at start (shared machine)"
     )
 

@@ -35,6 +35,16 @@ FLOPs / wall seconds / an fp32 GEMM peak measured in the same run.
     python benchmarks/train_throughput.py --models smollm2-135m --modes score generate \\
         --commits a2d92ac HEAD --iterations 2 --repeats 1 --evaluate score --append
 
+On a GPU (issue 51's GPU rows, run by ``make test-gpu``): ``--commits here`` measures the tree
+in place (no worktree: the GPU machine gets a copy without git's history), ``--device cuda
+--dtype bfloat16`` run the same config there, a model may be a path (random-init weights of an
+architecture, built from its config), and the share of peak is of a bf16 GEMM measured in the
+same run::
+
+    python benchmarks/train_throughput.py --commits here --device cuda --dtype bfloat16 \\
+        --threads 8 --models /tmp/smollm2-random --modes score generate --iterations 3 \\
+        --output benchmarks/results/gpu/train_throughput.json
+
 Prints the markdown tables and writes ``benchmarks/results/train_throughput.json``
 (``--append`` keeps the rows of other (model, mode) pairs already there).
 """
@@ -231,10 +241,18 @@ def _counters(trainer: Any) -> Any:
     return getattr(trainer, "state", trainer)
 
 
-def build_trainer(model: str, mode: str, threads: int, output_dir: str) -> tuple[Any, dict]:
-    """The trainer of :data:`CONFIG` at whatever commit ``llmgym`` imports from, and a note of
-    the settings: those passed, those only some commits know, and any of the commit's own
-    settings the config leaves at its default (``unspelled``; none at a2d92ac and HEAD)."""
+def build_trainer(
+    model: str,
+    mode: str,
+    threads: int,
+    output_dir: str,
+    device: str = "cpu",
+    dtype: str = "float32",
+) -> tuple[Any, dict]:
+    """The trainer of :data:`CONFIG` (on ``device`` in ``dtype``) at whatever commit ``llmgym``
+    imports from, and a note of the settings: those passed, those only some commits know, and
+    any of the commit's own settings the config leaves at its default (``unspelled``; none at
+    a2d92ac and HEAD)."""
     import torch
 
     from llmgym.rl import config_class, make_trainer
@@ -247,6 +265,8 @@ def build_trainer(model: str, mode: str, threads: int, output_dir: str) -> tuple
         "mode": mode,
         "num_threads": threads,
         "output_dir": output_dir,
+        "device": device,
+        "dtype": dtype,
     }
     unknown = sorted(set(settings) - known)
     if unknown:
@@ -305,7 +325,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     import llmgym
 
     import_s = time.perf_counter() - wall
-    trainer, settings = build_trainer(args.model, args.mode, args.threads, args.output_dir)
+    trainer, settings = build_trainer(
+        args.model, args.mode, args.threads, args.output_dir, args.device, args.dtype
+    )
     attach_logger(trainer)
     setup = {"s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu}
     setup["import_s"] = import_s
@@ -378,6 +400,19 @@ def git(*args: str) -> str:
     ).stdout.strip()
 
 
+def tree(name: str) -> tuple[str, Path, bool]:
+    """(the commit, its source tree, whether a worktree was made for it): ``here`` is this
+    tree in place (its commit from git where there is one, else ``unknown``), any other name a
+    detached worktree of that commit."""
+    if name != "here":
+        sha = git("rev-parse", "--verify", f"{name}^{{commit}}")
+        return (sha, *worktree(sha))
+    try:
+        return git("rev-parse", "HEAD"), ROOT, False
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown", ROOT, False
+
+
 def worktree(sha: str) -> tuple[Path, bool]:
     """A detached worktree of ``sha`` under /tmp (made if missing); whether it was made."""
     path = Path(f"/tmp/llmgym-bench-{sha[:12]}")
@@ -385,6 +420,11 @@ def worktree(sha: str) -> tuple[Path, bool]:
         return path, False
     git("worktree", "add", "--detach", str(path), sha)
     return path, True
+
+
+def with_path(path: Path, env: dict[str, str]) -> str:
+    """``PYTHONPATH`` with the measured tree first (wheels installed beside it stay on it)."""
+    return os.pathsep.join([str(path), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
 
 
 def summarize(row: dict[str, Any], peak: float) -> dict[str, Any]:
@@ -447,7 +487,7 @@ def tables(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| model | mode | commit | repeats | timed its | steps/it | env-steps/s (wall) "
         "| env-steps/CPU s | act s/it (CPU) | update s/it (CPU) | update share | epochs run "
-        "| setup s | iter 1 s | exact eval s (CPU) | GFLOP/step | of fp32 peak |",
+        "| setup s | iter 1 s | exact eval s (CPU) | GFLOP/step | of peak |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in best:
@@ -509,13 +549,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=["tiny"], help="tiny, smollm2-135m, ...")
     parser.add_argument("--modes", nargs="+", default=["score", "generate"])
-    parser.add_argument("--commits", nargs="+", default=["a2d92ac", "HEAD"])
+    parser.add_argument(
+        "--commits", nargs="+", default=["a2d92ac", "HEAD"], help="Commits, or here: this tree."
+    )
     parser.add_argument("--iterations", type=int, default=4, help="Iteration 1 is not timed.")
     parser.add_argument("--repeats", type=int, default=1, help="Best of these, commits in turn.")
     parser.add_argument(
         "--evaluate", nargs="*", default=[], help="Modes whose first repeat times one evaluation."
     )
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (the config's).")
+    parser.add_argument("--dtype", default="float32", help="The config's dtype (and the GEMM's).")
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--append", action="store_true", help="Keep other (model, mode) rows.")
     parser.add_argument("--workdir", default="/tmp/llmgym-train-throughput")
@@ -537,12 +581,16 @@ def main() -> None:
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads))
     trees, made = {}, []
     for name in args.commits:
-        sha = git("rev-parse", "--verify", f"{name}^{{commit}}")
-        path, new = worktree(sha)
+        sha, path, new = tree(name)
         trees[name] = (sha, path)
         made += [path] if new else []
-    described = machine(args.threads)
-    peaks = [gemm_peak(args.threads)]
+    described = machine(args.threads, args.device)
+    size = 8192 if args.device.startswith("cuda") else 1024
+
+    def peak_now() -> float:
+        return gemm_peak(args.threads, size=size, device=args.device, dtype=args.dtype)
+
+    peaks = [peak_now()]
     rows = []
     try:
         for repeat in range(args.repeats):
@@ -555,12 +603,13 @@ def main() -> None:
                         command = [
                             python, __file__, "--measure", "--model", model, "--mode", mode,
                             "--threads", str(args.threads), "--iterations", str(args.iterations),
-                            "--output-dir", str(out), *(["--evaluate", "yes"] if evaluate else []),
+                            "--output-dir", str(out), "--device", args.device,
+                            "--dtype", args.dtype, *(["--evaluate", "yes"] if evaluate else []),
                         ]  # fmt: skip
                         load = os.getloadavg()[0]
                         start = time.perf_counter()
                         done = subprocess.run(
-                            command, env=env | {"PYTHONPATH": str(path)}, cwd=path,
+                            command, env=env | {"PYTHONPATH": with_path(path, env)}, cwd=path,
                             capture_output=True, text=True,
                         )  # fmt: skip
                         if done.returncode:
@@ -573,7 +622,7 @@ def main() -> None:
                             "order": order, "repeat": repeat, "load_at_start": load,
                             "process_s": time.perf_counter() - start,
                         }  # fmt: skip
-                        peaks.append(gemm_peak(args.threads))
+                        peaks.append(peak_now())
                         rows.append(row)
                         its = ", ".join(
                             f"{i['env_steps']} steps {i['s']:.1f} s" for i in row["iterations"]
@@ -595,6 +644,7 @@ def main() -> None:
     report = {
         "machine": described,
         "gemm_peak_gflop_per_s": peak,
+        "gemm_dtype": args.dtype,
         "gemm_peaks_measured": peaks,
         "config": CONFIG,
         "only_where_known": ONLY_WHERE_KNOWN,
@@ -622,7 +672,7 @@ def main() -> None:
         ]
         report["results"] = kept + rows
     report["table"] = tables(report["results"])
-    print(f"{described}; fp32 GEMM peak {peak:.0f} GFLOP/s (max of {len(peaks)})")
+    print(f"{described}; {args.dtype} GEMM peak {peak:.0f} GFLOP/s (max of {len(peaks)})")
     print(report["table"])
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")

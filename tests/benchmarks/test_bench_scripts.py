@@ -175,6 +175,24 @@ def test_sample_efficiency_sweep_records_every_variant_and_adds_the_chosen_one(t
                 assert [s["values"] for s in same] == [c["values"]]
 
 
+@pytest.mark.heavy
+def test_train_throughput_measures_this_tree_in_place_in_another_dtype(tmp_path):
+    """``--commits here`` with ``--dtype``: the GPU machine's way of running issue 51's config
+    (its tree has no git history to make worktrees from), here on the CPU in bfloat16."""
+    out = tmp_path / "tt.json"
+    printed = _run(
+        "train_throughput.py", "--commits", "here", "--models", "tiny", "--modes", "score",
+        "--iterations", "2", "--dtype", "bfloat16", "--output", str(out),
+        "--workdir", str(tmp_path / "runs"),
+    )  # fmt: skip
+    report = json.loads(out.read_text())
+    assert report["gemm_dtype"] == "bfloat16" and report["gemm_peak_gflop_per_s"] > 0
+    (row,) = report["results"]
+    assert row["commit"] == "here" and row["llmgym_file"].startswith(str(ROOT))
+    assert row["settings"]["passed"] and row["summary"]["env_steps"] > 0
+    assert "bfloat16 GEMM peak" in printed and "| tiny | score | here (" in report["table"]
+
+
 def test_train_throughput_quick_writes_every_configuration(tmp_path):
     out = tmp_path / "tt.json"
     _run(
