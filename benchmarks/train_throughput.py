@@ -28,7 +28,8 @@ FLOPs are counted by hooks on the model: ``2 x params x tokens`` of each decoder
 computes (non-padding tokens; a layer the frozen-trunk fast path skips computes nothing),
 ``2 x output-layer params`` per row of logits, and with gradient twice that again for the
 layers at or above the first trained one and the output layer. Share of peak = counted
-FLOPs / wall seconds / an fp32 GEMM peak measured in the same run.
+FLOPs / wall seconds / a GEMM peak in the config's dtype (``--dtype``) measured in the same
+run.
 
     python benchmarks/train_throughput.py --models tiny --modes score generate \\
         --commits a2d92ac HEAD --iterations 3 --repeats 2 --evaluate score generate --append
@@ -598,7 +599,7 @@ def main() -> None:
                 for mode in args.modes:
                     for order, name in enumerate(args.commits):
                         sha, path = trees[name]
-                        out = Path(args.workdir) / f"{model}-{mode}-{sha[:7]}-{repeat}"
+                        out = Path(args.workdir) / f"{Path(model).name}-{mode}-{sha[:7]}-{repeat}"
                         evaluate = repeat == 0 and mode in args.evaluate
                         command = [
                             python, __file__, "--measure", "--model", model, "--mode", mode,
