@@ -22,6 +22,27 @@ import numpy as np
 from llmgym.rl.weights import as_list
 from llmgym.rollout import Episode
 
+#: Returns varying less than this leave nothing to explain (e.g. a batch of failures whose
+#: only non-zero returns are tiny bootstrapped values).
+MIN_RETURN_VARIANCE = 1e-8
+
+
+def explained_variance(returns: Any, values: Any) -> float:
+    """``1 - Var(returns - values) / Var(returns)``: 1 for a perfect value function, 0 for a
+    constant one; NaN where the returns do not vary (``MIN_RETURN_VARIANCE``), as in SB3, where
+    the ratio would be 0/0 or a float's noise.
+
+    >>> import torch
+    >>> round(explained_variance(torch.tensor([0.0, 1.0, 2.0]), torch.tensor([0.0, 1.0, 1.0])), 3)
+    0.667
+    >>> explained_variance(torch.tensor([0.0, 1e-17, 0.0]), torch.tensor([0.5, 0.5, 0.5]))
+    nan
+    """
+    var_y = float(returns.var())
+    if not var_y > MIN_RETURN_VARIANCE:
+        return float("nan")
+    return 1.0 - float((returns - values).var()) / var_y
+
 
 def rollout_metrics(episodes: list[Episode]) -> dict[str, Any]:
     """Return, length, parse rate, entropy and the action histogram of a batch of episodes."""

@@ -47,6 +47,7 @@ from llmgym.rl.advantages import gae
 from llmgym.rl.batch import RolloutBatch
 from llmgym.rl.config import TrainConfig
 from llmgym.rl.losses import clipped_surrogate, k3_kl, token_clipped_surrogate
+from llmgym.rl.metrics import explained_variance
 from llmgym.rl.mirror import check_mirror, mirrored_samples
 from llmgym.rollout import Episode
 
@@ -422,11 +423,9 @@ class PPO:
         metrics = learner.run_epochs(len(batch), loss_fn, cfg.update_epochs, stop=past_target)
         self._refuse_overflow(metrics, ret_list)
         with torch.no_grad():  # over the acted samples
-            var_y = returns[:n].var()
-            residual = returns[:n] - old_values[:n]
-            explained = 1 - residual.var() / var_y if var_y > 0 else torch.tensor(0.0)
+            explained = explained_variance(returns[:n], old_values[:n])
         return metrics | {
-            "losses/explained_variance": float(explained),
+            "losses/explained_variance": explained,
             "charts/value_mean": float(old_values[:n].mean()),
         }
 
