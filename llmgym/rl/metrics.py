@@ -29,18 +29,18 @@ MIN_RETURN_VARIANCE = 1e-8
 
 def explained_variance(returns: Any, values: Any) -> float:
     """``1 - Var(returns - values) / Var(returns)``: 1 for a perfect value function, 0 for a
-    constant one; NaN where the returns do not vary (``MIN_RETURN_VARIANCE``), as in SB3, where
-    the ratio would be 0/0 or a float's noise.
+    constant one, and 0 where the returns do not vary (``MIN_RETURN_VARIANCE``): there is
+    nothing to explain, and the ratio would be 0/0 or a float's noise.
 
     >>> import torch
     >>> round(explained_variance(torch.tensor([0.0, 1.0, 2.0]), torch.tensor([0.0, 1.0, 1.0])), 3)
     0.667
     >>> explained_variance(torch.tensor([0.0, 1e-17, 0.0]), torch.tensor([0.5, 0.5, 0.5]))
-    nan
+    0.0
     """
     var_y = float(returns.var())
     if not var_y > MIN_RETURN_VARIANCE:
-        return float("nan")
+        return 0.0
     return 1.0 - float((returns - values).var()) / var_y
 
 
