@@ -221,3 +221,20 @@ def test_format_demos_holds_each_state_once_with_each_action(tmp_path):
         by_state.setdefault(state, []).append(json.loads(row["messages"][2]["content"])["action"])
     assert all(sorted(actions) == ["hit", "stick"] for actions in by_state.values())
     assert f"{len(by_state)} states, {len(rows)} demos" in printed
+
+
+def test_critic_greedy_evaluates_the_actor_and_the_critic_of_a_qac_run(tmp_path):
+    from llmgym.rl import make_trainer
+
+    run = tmp_path / "run"
+    make_trainer(
+        "qac", model="tiny", env_id="Text-FrozenLakeMaps4x4-Train-v0", num_envs=4,
+        episodes_per_update=8, total_episodes=16, total_env_steps=10**6, action_head=False,
+        head_layers=[1], lora_layers=1, q_window=4, eval_every=0, progress=False,
+        num_threads=1, output_dir=str(run), eval_episodes=2,
+        **{"eval.start": False, "eval.method": "sampled"},
+    ).train(final_episodes=2)  # fmt: skip
+    printed = _run("critic_greedy.py", str(run), "--env-kwarg", "map_set=heldout")
+    assert f"{run}: update 2, 16 episodes" in printed
+    assert "actor (the LM's greedy choice): exact value" in printed
+    assert "critic (argmax Q): exact value" in printed and "'map_set': 'heldout'" in printed
