@@ -59,7 +59,7 @@ def test_a_run_killed_after_a_checkpoint_resumes_to_the_same_metrics(tmp_path):
 
 #: A head on the frozen tiny model (its features memoised), checkpointed after every update.
 HEAD = dict(
-    model="tiny", env_id="Text-FrozenLakeMaps4x4-Train-v0", num_envs=8, episodes_per_update=8,
+    model="tiny", env_id="Text-FrozenLake-v1", num_envs=8, episodes_per_update=8,
     eval_episodes=8, eval_every=0, checkpoint_every=1, progress=False, num_threads=1,
     total_episodes=24, total_env_steps=10**6, action_head=True, train_backbone=False,
     update_epochs=2,
