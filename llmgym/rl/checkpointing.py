@@ -124,8 +124,9 @@ class Checkpointer:
         memo = learner.policy.memo_state()
         if memo["keys"]:
             torch.save(memo, tmp / MEMO_FILE)
-        if self.processes.num == 1:
-            torch.save(learner.policy.kept_state(), tmp / KEPT_FILE)
+        kept = learner.policy.kept_state() if self.processes.num == 1 else []
+        if kept:  # a policy with no transformers backend here (vLLM) keeps nothing
+            torch.save(kept, tmp / KEPT_FILE)
         kind, keys, pos, has_gauss, gauss = np.random.get_state()
         rng = {  # plain types and tensors only, so it loads with torch.load(weights_only=True)
             "python": random.getstate(),

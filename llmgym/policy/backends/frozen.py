@@ -69,11 +69,16 @@ class FrozenTrunk:
     def forget(self) -> None:
         """Drop every kept state (the trunk's, the stems, the top layers' prefix, the memo):
         what follows is computed as after a fresh start."""
+        self._drop_trunk_states()
+        self._memo.clear()
+        self._memo_key = None
+
+    def _drop_trunk_states(self) -> None:
+        """Drop the states computed under the trunk: the trunk's, the stems, the top layers'
+        prefix (the memo's rows stay, guarded by their weights key)."""
         self.store.clear()
         self._stems.clear()
         self._top_prefix = ([], [], None)
-        self._memo.clear()
-        self._memo_key = None
 
     # ---- whether it applies ------------------------------------------------------------------
 
@@ -88,9 +93,7 @@ class FrozenTrunk:
         if not deterministic(self.backend.model, blocks[:first]):
             return False
         if identity != self._identity:  # another model or trunk: the kept states are void
-            self.store.clear()
-            self._stems.clear()
-            self._top_prefix = ([], [], None)
+            self._drop_trunk_states()
             self._identity, self.blocks, self.first = identity, blocks, first
         key = identity[:3]
         if key not in self._checked:
