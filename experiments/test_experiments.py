@@ -238,3 +238,10 @@ def test_critic_greedy_evaluates_the_actor_and_the_critic_of_a_qac_run(tmp_path)
     assert f"{run}: update 2, 16 episodes" in printed
     assert "actor (the LM's greedy choice): exact value" in printed
     assert "critic (argmax Q): exact value" in printed and "'map_set': 'heldout'" in printed
+
+
+def test_first_answers_counts_parsed_answers_greedy_and_sampled():
+    out = _run("first_answers.py", "Text-Blackjack-v1", "--states", "4", "--model", "tiny")
+    lines = out.strip().splitlines()
+    assert [line.split(":")[0] for line in lines] == ["greedy", "sampled (temperature 1)"]
+    assert all(" of 4 answers parse; " in line for line in lines)
