@@ -145,9 +145,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     model, tokenizer = load(args.model, args.seed)
     layers = model.config.num_hidden_layers
-    batch = args.generations * args.seeds_per_step
-    episodes_per_step = batch
-    rollout = rollout_func(TRAIN_ID, max_turns=args.max_turns, max_new_tokens=args.max_new_tokens)
+    batch = args.generations * args.seeds_per_step  # episodes a step
+    rollout = rollout_func(
+        TRAIN_ID, max_turns=args.max_turns, max_new_tokens=args.max_new_tokens, seed=args.seed
+    )
 
     def evaluate(step: int, trainer_model: Any) -> None:
         begin = time.time()
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
         point = {
             "step": step,
-            "episodes": step * episodes_per_step,
+            "episodes": step * batch,
             "heldout_success": success,
             "heldout_parse_rate": round(parsed, 4),
             "eval_s": round(time.time() - begin, 1),
