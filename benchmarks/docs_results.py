@@ -371,7 +371,10 @@ def maps_curve() -> str:
         "Gathered by `python benchmarks/maps_curve.py --collect RUN_DIR` from each run's "
         "`metrics.csv` (`benchmarks/results/maps_curve.json`, plotted in "
         "`benchmarks/results/maps_curve.png`); exact success on the 100 held-out maps at each "
-        "evaluation, by training episodes.\n\n" + module.table(data)
+        "evaluation, by training episodes.\n\n"
+        + module.table(data)
+        + "\n\nEach run's own success on the train maps as it trained (sampled, at its "
+        "training temperature), per 500 episodes:\n\n" + module.training_table(data)
     )
 
 

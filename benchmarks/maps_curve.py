@@ -34,6 +34,8 @@ SB3 = ROOT / "benchmarks" / "results" / "maps_sb3.json"
 HELDOUT = "Text-FrozenLakeMaps4x4-Heldout-v0"
 #: The issue's goal for the language model alone, and its budget in training episodes.
 GOAL, BUDGET = 0.8, 10_000
+#: Training episodes per block of a run's own success on the train maps.
+BLOCK = 500
 
 
 def eval_points(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
@@ -53,6 +55,26 @@ def eval_points(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
             }
         )
     return points
+
+
+def training_success(rows: list[dict[str, str]], block: int = BLOCK) -> list[float]:
+    """The run's own (sampled) success on the train maps, averaged over each ``block``
+    training episodes: the mean of its updates' ``charts/success_rate`` whose episodes end in
+    that block (every update of a run plays the same number of episodes).
+
+    Example:
+        >>> rows = [{"episodes": str(20 * k), "charts/success_rate": str(v)}
+        ...         for k, v in ((1, 0.1), (2, 0.3), (3, 0.5))] + [{"episodes": ""}]
+        >>> training_success(rows, block=40)
+        [0.2, 0.5]
+    """
+    blocks: dict[int, list[float]] = {}
+    for row in rows:
+        if row.get("charts/success_rate", "") in ("", None) or not row.get("episodes"):
+            continue
+        index = (int(float(row["episodes"])) - 1) // block
+        blocks.setdefault(index, []).append(float(row["charts/success_rate"]))
+    return [round(sum(v) / len(v), 3) for _, v in sorted(blocks.items())]
 
 
 def collect(run_dir: Path, record: Path | None = None) -> dict[str, Any]:
@@ -80,6 +102,7 @@ def collect(run_dir: Path, record: Path | None = None) -> dict[str, Any]:
         "updates": most("iteration"),
         "finished": record is not None and record.exists(),
         "points": eval_points(rows),
+        "training_success_per_block": training_success(rows),
     }
     if entry["finished"]:
         entry["record"] = str(record.relative_to(ROOT))
@@ -171,6 +194,20 @@ def table(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def training_table(data: dict[str, Any]) -> str:
+    """Each run's own success on the train maps (sampled, as it trained) per ``BLOCK``
+    training episodes, as a Markdown table."""
+    lines = [
+        f"| run | own success on the train maps, per {BLOCK} training episodes |",
+        "|---|---|",
+    ]
+    for name, run in data["runs"].items():
+        blocks = run.get("training_success_per_block")
+        if blocks:
+            lines.append(f"| {label(name, run)} | {', '.join(f'{v:.2f}' for v in blocks)} |")
+    return "\n".join(lines)
+
+
 def plot(data: dict[str, Any], path: Path = PLOT) -> None:
     """Held-out success against training episodes: every run, SB3's seeds, the map-blind
     path and the goal."""
@@ -231,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         write_text(args.output, json.dumps(data, indent=2) + "\n")
     plot(data, args.plot)
     print(table(data))
+    print()
+    print(training_table(data))
     return 0
 
 
