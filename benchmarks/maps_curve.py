@@ -58,23 +58,26 @@ def eval_points(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
 
 
 def training_success(rows: list[dict[str, str]], block: int = BLOCK) -> list[float]:
-    """The run's own (sampled) success on the train maps, averaged over each ``block``
-    training episodes: the mean of its updates' ``charts/success_rate`` whose episodes end in
-    that block (every update of a run plays the same number of episodes).
+    """The run's own (sampled) success on the train maps, averaged over each whole ``block``
+    of training episodes: the mean of its updates' ``charts/success_rate`` whose episodes end
+    in that block (every update of a run plays the same number of episodes). A block the run
+    has not finished is left out.
 
     Example:
         >>> rows = [{"episodes": str(20 * k), "charts/success_rate": str(v)}
         ...         for k, v in ((1, 0.1), (2, 0.3), (3, 0.5))] + [{"episodes": ""}]
-        >>> training_success(rows, block=40)
-        [0.2, 0.5]
+        >>> training_success(rows, block=40), training_success(rows, block=60)
+        ([0.2], [0.3])
     """
     blocks: dict[int, list[float]] = {}
+    last = 0
     for row in rows:
         if row.get("charts/success_rate", "") in ("", None) or not row.get("episodes"):
             continue
-        index = (int(float(row["episodes"])) - 1) // block
-        blocks.setdefault(index, []).append(float(row["charts/success_rate"]))
-    return [round(sum(v) / len(v), 3) for _, v in sorted(blocks.items())]
+        last = int(float(row["episodes"]))
+        blocks.setdefault((last - 1) // block, []).append(float(row["charts/success_rate"]))
+    whole = [v for index, v in sorted(blocks.items()) if (index + 1) * block <= last]
+    return [round(sum(v) / len(v), 3) for v in whole]
 
 
 def collect(run_dir: Path, record: Path | None = None) -> dict[str, Any]:
