@@ -113,8 +113,16 @@ def restore_trainer(checkpoint: str, device: str = "auto") -> Any:
         )
     algo = json.loads((path / "trainer_state.json").read_text())["algo"]
     algo, values = legacy_algo(algo, json.loads((path / "config.json").read_text()))
-    # A run trained through a vLLM server restores here, with transformers (no server needed).
-    values |= {"device": device, "sft": "none", "progress": False, "num_envs": 1, "backend": "hf"}
+    # A run trained through a vLLM server restores here, with transformers (no server needed);
+    # the run's torch thread count (its `--threads`) was its machine's: this process keeps its own.
+    values |= {
+        "device": device,
+        "sft": "none",
+        "progress": False,
+        "num_envs": 1,
+        "backend": "hf",
+        "num_threads": 0,
+    }
     trainer = Trainer(config_class(algo).from_dict(values))
     trainer.load_checkpoint(path)
     return trainer

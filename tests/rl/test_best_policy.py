@@ -125,3 +125,17 @@ def test_stop_at_from_the_command_line_is_recorded(tmp_path):
     record = json.loads((out / "result.json").read_text())
     assert record["stopped_at_goal"] is True and record["env_steps"] == 4
     assert record["best_eval"]["env_steps"] == 4
+
+
+def test_loading_a_policy_leaves_this_process_thread_count_alone(tmp_path):
+    """A run trained with ``--threads 1`` restored to act (``llmgym eval``, exact evaluation)
+    does not pin the evaluating process to one torch thread."""
+    before = torch.get_num_threads()
+    trainer = make_trainer("ppo", **SETTINGS, total_env_steps=4, output_dir=str(tmp_path))
+    trainer.train()  # the run itself runs on its one thread
+    try:
+        torch.set_num_threads(2)
+        assert load_trained_policy(str(tmp_path)) is not None
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
