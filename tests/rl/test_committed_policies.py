@@ -43,6 +43,7 @@ RECORDS = Path(__file__).parents[2] / "benchmarks" / "results" / "rl"
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # ~80 s with the two Blackjack policies' 280 states: make test-heavy (CI)
 @pytest.mark.parametrize(
     "name",
     [
