@@ -39,17 +39,6 @@ HELDOUT_ID = "Text-FrozenLakeMaps4x4-Heldout-v0"
 RECORD = "record.json"
 
 
-def load(model_name: str, seed: int) -> tuple[Any, Any]:
-    """The model and tokenizer: ``tiny`` (random, 2 layers) or a name ``load_model`` knows."""
-    if model_name == "tiny":
-        from llmgym.policy.testing import tiny_model
-
-        return tiny_model(seed)
-    from llmgym.policy.models import load_model
-
-    return load_model(model_name, device="cpu")
-
-
 def heldout_success(model: Any, tokenizer: Any, maps: int, max_turns: int, new_tokens: int):
     """``(success, parse rate)`` of the greedy policy on the first ``maps`` held-out maps."""
     import torch
@@ -127,6 +116,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from trl import GRPOConfig, GRPOTrainer
 
     from llmgym.integrations.trl import episode_dataset, episode_return, rollout_func
+    from llmgym.policy.models import load_model_for
 
     torch.set_num_threads(args.threads)
     output = Path(args.output)
@@ -143,7 +133,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     record["machine"] = machine()
 
-    model, tokenizer = load(args.model, args.seed)
+    model, tokenizer = load_model_for(args.model, device="cpu")  # `tiny` too
     layers = model.config.num_hidden_layers
     batch = args.generations * args.seeds_per_step  # episodes a step
     rollout = rollout_func(
