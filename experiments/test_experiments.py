@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -245,3 +246,14 @@ def test_first_answers_counts_parsed_answers_greedy_and_sampled():
     lines = out.strip().splitlines()
     assert [line.split(":")[0] for line in lines] == ["greedy", "sampled (temperature 1)"]
     assert all(" of 4 answers parse; " in line for line in lines)
+
+
+def test_decode_rows_counts_decode_work_and_compares_row_subsets():
+    out = _run("decode_rows.py", "tiny", "--rows", "8", "--workdir", "/tmp/llmgym-decode-rows-test")
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("answer lengths (tokens: answers): {")
+    answers, kept, decode = (int(w) for w in re.findall(r"\d+", lines[1])[:3])
+    assert answers == 256 and 0 < kept <= decode <= 24 * answers
+    assert [line.split(":")[0] for line in lines[2:]] == [
+        "7 of 8 rows", "3 of 8 rows", "3 of 8 rows", "1 of 8 rows"
+    ]  # fmt: skip
