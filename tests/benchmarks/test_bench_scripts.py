@@ -98,6 +98,7 @@ def test_sample_efficiency_quick_writes_curves_table_and_plot(tmp_path):
     assert [c["values"] for c in new] == [c["values"] for c in old if c["source"] == "sb3"]
 
 
+@pytest.mark.heavy  # ~17 s: every variant trains (make test-heavy, CI)
 def test_sample_efficiency_sweep_records_every_variant_and_adds_the_chosen_one(tmp_path):
     sweep = tmp_path / "sweep.json"
     env = "Text-FrozenLake-v1"
@@ -193,6 +194,7 @@ def test_train_throughput_measures_this_tree_in_place_in_another_dtype(tmp_path)
     assert "bfloat16 GEMM peak" in printed and "| tiny | score | here (" in report["table"]
 
 
+@pytest.mark.heavy  # ~25 s: every configuration trains (make test-heavy, CI)
 def test_train_throughput_quick_writes_every_configuration(tmp_path):
     out = tmp_path / "tt.json"
     _run(

@@ -47,6 +47,7 @@ def test_the_evaluation_envs_play_the_held_out_maps_while_training_plays_the_tra
     assert got == pytest.approx(want, abs=1e-12)
 
 
+@pytest.mark.heavy  # ~27 s: two exact evaluations of the 100 held-out maps (make test-heavy, CI)
 def test_train_records_and_prints_where_it_evaluated(tmp_path):
     out = tmp_path / "run"
     args = ["train", MAPS, "--model", "tiny", "--num-envs", "2", "--episodes-per-update", "2"]
