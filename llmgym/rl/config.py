@@ -90,6 +90,7 @@ ALGORITHM_RULES: dict[str, Rule] = {
     "clip_coef": Rule(min=0),
     "vf_coef": Rule(min=0),
     "ent_coef": Rule(min=0),
+    "action_ent_coef": Rule(min=0),
     "kl_coef": Rule(min=0),
     "beta": Rule(min=0),
     "target_kl": Rule(above=0, hint="null never stops the epochs early"),

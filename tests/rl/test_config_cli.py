@@ -99,6 +99,7 @@ BAD_VALUES = [
     ("grpo", "beta=-1", "beta must be at least 0"),
     ("grpo", "clip_coef=nan", "clip_coef must be a finite number, not nan."),
     ("grpo", "max_branch_depth=0", "max_branch_depth must be at least 1"),
+    ("grpo", "action_ent_coef=-0.1", "action_ent_coef must be at least 0"),
     ("reinforce", "baseline=mean", "baseline must be one of batch, ema, none, not 'mean'."),
     ("reinforce", "ema_decay=1", "ema_decay must be in [0, 1), not 1."),
     ("reinforce", "kl_coef=-0.05", "kl_coef must be at least 0"),

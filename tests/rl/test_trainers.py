@@ -17,6 +17,7 @@ pytest.importorskip("peft")
 sys.path.insert(0, str(Path(__file__).parents[1] / "support"))
 from bandit import register  # noqa: E402
 
+from llmgym.errors import ConfigError  # noqa: E402
 from llmgym.rl import ALGOS, make_trainer  # noqa: E402
 from llmgym.rl.algorithms.sft import Demo, demo_nll, demo_sample, sft_train, warm_start  # noqa: E402
 
@@ -93,6 +94,32 @@ def test_grpo_step_level_groups(tmp_path):
     )
     trainer.train()
     assert trainer.evaluate(64)["mean_return"] >= 0.9
+
+
+def test_grpo_action_entropy_bonus_moves_a_policy_no_group_informs(tmp_path):
+    """Generate mode, where the tiny model's answers never parse: every episode plays the
+    fallback, no sample is informative, and only the bonus on the entropy over the two valid
+    actions trains the model, towards even odds (log 2)."""
+    settings = FAST | dict(mode="generate", max_new_tokens=4, action_head=False)
+    trainer = make_trainer(
+        "grpo",
+        total_episodes=16 * 4,
+        output_dir=str(tmp_path),
+        group_size=4,
+        action_ent_coef=1.0,
+        **settings,
+    )
+    trainer.train()
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    rows = [r for r in rows if "charts/action_entropy" in r]
+    assert len(rows) == 4
+    assert all(r["grpo/informative_samples"] == 0 for r in rows)
+    entropies = [r["charts/action_entropy"] for r in rows]
+    assert entropies[-1] > entropies[0] + 0.05, entropies
+    with pytest.raises(ConfigError, match="generate mode"):
+        make_trainer(
+            "grpo", output_dir=str(tmp_path / "s"), group_size=4, action_ent_coef=0.1, **FAST
+        )
 
 
 @pytest.mark.parametrize("algo", ALGOS)
@@ -178,8 +205,6 @@ def test_value_norm_critic_predicts_normalized_returns(head, tmp_path):
 
 
 def test_value_norm_decay_outside_its_range_is_refused(tmp_path):
-    from llmgym.errors import ConfigError
-
     with pytest.raises(ConfigError, match=r"value_norm_decay must be in \[0, 1\), not 1.0"):
         make_trainer(
             "ppo", total_episodes=8, output_dir=str(tmp_path), value_norm_decay=1.0, **FAST

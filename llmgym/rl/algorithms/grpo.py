@@ -65,7 +65,12 @@ class GRPOConfig(TrainConfig):
     update_epochs: int = 1
     """Passes over each batch (1 = the ratio is 1 and clipping is inactive)."""
     ent_coef: float = 0.0
-    """Entropy bonus weight."""
+    """Entropy bonus weight (in generate mode over the answer's tokens)."""
+    action_ent_coef: float = 0.0
+    """Generate mode: a bonus on the entropy over the turn's valid actions (the softmax of
+    their canonical answers' log-likelihoods), which keeps exploring *which* action rather
+    than how it is worded; it costs a forward pass of every valid action per trained turn.
+    0 = off. (In score mode ``ent_coef`` is already over the actions.)"""
     gamma: float = 1.0
     """Discount of the returns compared within a group (< 1 favours shorter episodes, e.g.
     0.95 on FrozenLake, where bumping into walls costs nothing otherwise)."""
@@ -77,6 +82,11 @@ class GRPO:
     def __init__(self, config: GRPOConfig, learner: Any, collector: Any, state: Any) -> None:
         self.config, self.learner, self.collector, self.state = config, learner, collector, state
         self.processes = learner.processes
+        if config.action_ent_coef and config.policy.mode != "generate":
+            raise ConfigError(
+                "action_ent_coef is for generate mode; in score mode ent_coef is already "
+                "the entropy over the valid actions."
+            )
         if self.processes.num > self.num_groups:
             raise ConfigError(
                 f"{self.processes.num} processes need at least as many groups per update "
@@ -190,6 +200,10 @@ class GRPO:
                 kl = k3_kl(mb.ref_logprobs, logp)
                 loss = loss + cfg.beta * kl
                 stats["losses/kl"] = kl.item()
+            if cfg.action_ent_coef:
+                action_entropy = self.action_entropy(mb.samples)
+                loss = loss - cfg.action_ent_coef * action_entropy
+                stats["charts/action_entropy"] = action_entropy.item()
             return loss, stats | {
                 "losses/policy": pg_loss.item(),
                 "charts/entropy": entropy.item(),
@@ -198,6 +212,17 @@ class GRPO:
 
         metrics = learner.run_epochs(len(batch), loss_fn, cfg.update_epochs)
         return metrics | {"grpo/informative_samples": n_informative}
+
+    def action_entropy(self, samples: list[Any]) -> Any:
+        """The mean entropy over each turn's valid actions: every valid action's canonical
+        answer scored after the turn's prompt, as score mode scores it (differentiable)."""
+        if any(not s.valid_actions for s in samples):
+            raise ConfigError(
+                "action_ent_coef needs an env with discrete valid actions (a turn had none)."
+            )
+        policy = self.learner.policy
+        scored = [policy.score_sample(s.messages, s.valid_actions, 0) for s in samples]
+        return self.learner.evaluate_samples(scored).entropy.float().mean()
 
 
 __all__ = ["GRPO", "GRPOConfig"]
