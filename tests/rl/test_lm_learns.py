@@ -77,6 +77,7 @@ def _p_rewarded(trainer) -> dict[str, float]:
         ("score", "grpo", {}),
         ("score", "reinforce", {}),
         ("generate", "ppo", {}),
+        ("generate", "grpo", {}),
     ],
 )
 def test_the_model_without_a_head_learns_a_contextual_bandit(mode, algo, extra, tmp_path):
