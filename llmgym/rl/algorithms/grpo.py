@@ -68,9 +68,10 @@ class GRPOConfig(TrainConfig):
     """Entropy bonus weight (in generate mode over the answer's tokens)."""
     action_ent_coef: float = 0.0
     """Generate mode: a bonus on the entropy over the turn's valid actions (the softmax of
-    their canonical answers' log-likelihoods), which keeps exploring *which* action rather
-    than how it is worded; it costs a forward pass of every valid action per trained turn.
-    0 = off. (In score mode ``ent_coef`` is already over the actions.)"""
+    their canonical answers' scores, as score mode scores them: by default their
+    log-likelihoods), which keeps exploring *which* action rather than how it is worded; it
+    costs a forward pass of every valid action per trained turn. 0 = off. (In score mode
+    ``ent_coef`` is already over the actions.)"""
     gamma: float = 1.0
     """Discount of the returns compared within a group (< 1 favours shorter episodes, e.g.
     0.95 on FrozenLake, where bumping into walls costs nothing otherwise)."""
