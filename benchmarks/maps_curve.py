@@ -221,7 +221,7 @@ def plot(data: dict[str, Any], path: Path = PLOT) -> None:
 
     from llmgym.files import atomic_path
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = plt.subplots(figsize=(7, 5.4))
     for name, run in data["runs"].items():
         xs = [p["episodes"] for p in run["points"]]
         ys = [p["heldout"] for p in run["points"]]
@@ -240,7 +240,8 @@ def plot(data: dict[str, Any], path: Path = PLOT) -> None:
     ax.set_xlabel("training episodes (train maps)")
     ax.set_ylabel("exact success, 100 held-out maps")
     ax.set_title("Non-slippery FrozenLake 4x4: transfer to unseen maps")
-    ax.legend(fontsize=7, loc="lower right")
+    # Below the axes, where it hides no curve.
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110, format="png")
