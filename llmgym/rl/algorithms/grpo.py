@@ -76,6 +76,14 @@ class GRPOConfig(TrainConfig):
     """Discount of the returns compared within a group (< 1 favours shorter episodes, e.g.
     0.95 on FrozenLake, where bumping into walls costs nothing otherwise)."""
 
+    def _check_own_fields(self) -> None:
+        super()._check_own_fields()
+        if self.action_ent_coef and self.policy.mode != "generate":
+            raise ConfigError(
+                "action_ent_coef is for generate mode; in score mode ent_coef is already "
+                "the entropy over the valid actions."
+            )
+
 
 class GRPO:
     """GRPO with episode- or step-level groups; see the module docstring."""
@@ -83,11 +91,6 @@ class GRPO:
     def __init__(self, config: GRPOConfig, learner: Any, collector: Any, state: Any) -> None:
         self.config, self.learner, self.collector, self.state = config, learner, collector, state
         self.processes = learner.processes
-        if config.action_ent_coef and config.policy.mode != "generate":
-            raise ConfigError(
-                "action_ent_coef is for generate mode; in score mode ent_coef is already "
-                "the entropy over the valid actions."
-            )
         if self.processes.num > self.num_groups:
             raise ConfigError(
                 f"{self.processes.num} processes need at least as many groups per update "
@@ -180,6 +183,8 @@ class GRPO:
             weights=informative * (n / max(n_informative, 1.0)),
         )
         generate = cfg.policy.mode == "generate"
+        # Every valid action of each turn, scored: built once, trained in every epoch.
+        scored = self.scored_actions(samples) if cfg.action_ent_coef else []
 
         def loss_fn(idx: list[int]) -> tuple[Any, dict[str, float]]:
             mb = batch.select(idx)
@@ -201,8 +206,9 @@ class GRPO:
                 kl = k3_kl(mb.ref_logprobs, logp)
                 loss = loss + cfg.beta * kl
                 stats["losses/kl"] = kl.item()
-            if cfg.action_ent_coef:
-                action_entropy = self.action_entropy(mb.samples)
+            if scored:
+                out_actions = learner.evaluate_samples([scored[i] for i in idx])
+                action_entropy = out_actions.entropy.float().mean()
                 loss = loss - cfg.action_ent_coef * action_entropy
                 stats["charts/action_entropy"] = action_entropy.item()
             return loss, stats | {
@@ -214,16 +220,16 @@ class GRPO:
         metrics = learner.run_epochs(len(batch), loss_fn, cfg.update_epochs)
         return metrics | {"grpo/informative_samples": n_informative}
 
-    def action_entropy(self, samples: list[Any]) -> Any:
-        """The mean entropy over each turn's valid actions: every valid action's canonical
-        answer scored after the turn's prompt, as score mode scores it (differentiable)."""
+    def scored_actions(self, samples: list[Any]) -> list[Any]:
+        """Each turn as a score-mode sample over its valid actions (every action's canonical
+        answer after the turn's prompt): their forward pass gives the entropy over the
+        actions that ``action_ent_coef`` rewards."""
         if any(not s.valid_actions for s in samples):
             raise ConfigError(
                 "action_ent_coef needs an env with discrete valid actions (a turn had none)."
             )
         policy = self.learner.policy
-        scored = [policy.score_sample(s.messages, s.valid_actions, 0) for s in samples]
-        return self.learner.evaluate_samples(scored).entropy.float().mean()
+        return [policy.score_sample(s.messages, s.valid_actions, 0) for s in samples]
 
 
 __all__ = ["GRPO", "GRPOConfig"]
